@@ -1,0 +1,289 @@
+"""The operation SDK: one capability, one class, every part in one module.
+
+An operation is what an assistant may *propose*. Its module declares the model-facing
+``Request``, the frozen ``Arguments`` that will run, the frozen ``Preview`` a person approves,
+the typed ``Result``, and the code of each lifecycle stage:
+
+========================  ==========================  ========================================
+part                      used by                     contract
+========================  ==========================  ========================================
+``resolve``               agent                       request + server scope → arguments +
+                                                      preview, or ``Rejected(code)``
+``authorize``             proposals (at approval)     may this member do the underlying thing
+``revalidate``            executor (same tx)          do the previewed facts still hold; lock
+``execute``               executor (same tx)          local effect, committed with the outcome
+``begin_attempt`` …       executor                    external effect, the attempt protocol
+``reconcile``             reconciler                  ask the provider what became of it
+``render_preview``        agent, web                  the fixed human view, per locale
+========================  ==========================  ========================================
+
+A subclass missing a part fails in ``check_operation`` when operations are loaded (start-up),
+never at approval time. Database connections and provider clients are passed in: this module
+does no I/O and knows no driver, so ``conn`` is whatever the running service hands over
+(SQLAlchemy's ``AsyncConnection`` in signoff's services).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from abc import ABC, abstractmethod
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from signoff_contracts.outcomes import OperationOutcome
+from signoff_contracts.reasons import ParamValue, Reason
+
+RequestT = TypeVar("RequestT", bound=BaseModel)
+ArgumentsT = TypeVar("ArgumentsT", bound=BaseModel)
+PreviewT = TypeVar("PreviewT", bound=BaseModel)
+ResultT = TypeVar("ResultT", bound=BaseModel)
+ProviderT = TypeVar("ProviderT")
+
+Locale = Literal["en", "fr"]
+LOCALES: tuple[Locale, ...] = ("en", "fr")
+_KIND = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
+
+
+class Scope(BaseModel):
+    """Where a proposal acts. Always built by the server, never taken from the model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    organization_id: str
+    section: str
+    resource_id: str
+
+
+class Actor(BaseModel):
+    """A person acting, with the role the directory gives them in ``organization_id`` now."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: str
+    organization_id: str
+    role: str
+
+
+class Membership(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: str
+    organization_id: str
+    role: str
+    display_name: str = ""
+    locale: Locale = "en"
+
+
+class Directory(Protocol):
+    """Who belongs to which organization with which role (entry point ``signoff.directory``)."""
+
+    async def membership(self, conn: Any, user_id: str, organization_id: str) -> Membership | None:
+        """The person's current membership, or ``None`` if they are not (or no longer) in it."""
+        ...
+
+
+class Rejected(Exception):
+    """``resolve`` refuses the request: a reason code the model or client can act on."""
+
+    def __init__(self, code: str, **params: ParamValue) -> None:
+        super().__init__(code)
+        self.reason = Reason(code=code, params=params)
+
+
+class OperationDefinitionError(TypeError):
+    """An operation class is missing a part or declares one wrongly (raised at load time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved(Generic[ArgumentsT, PreviewT]):
+    arguments: ArgumentsT
+    preview: PreviewT
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionContext:
+    """Facts of the approved contract that execution may use (ids are for idempotency keys)."""
+
+    proposal_id: str
+    contract_id: str
+    approved_by: str
+    approved_at: datetime
+
+
+class PreviewLine(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    value: str
+
+
+class RenderedPreview(BaseModel):
+    """The fixed human view of a preview in one locale: a title and labelled lines."""
+
+    model_config = ConfigDict(frozen=True)
+
+    title: str
+    lines: list[PreviewLine] = Field(default_factory=list)
+
+
+class Operation(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT]):
+    """Base of every operation contract. See the module docstring for the parts."""
+
+    kind: ClassVar[str]
+    version: ClassVar[int]
+    section: ClassVar[str]
+    resource: ClassVar[str]
+    summary: ClassVar[str]
+    effect: ClassVar[Literal["local", "external"]] = "local"
+    ttl: ClassVar[timedelta] = timedelta(hours=24)
+    Request: ClassVar[type[BaseModel]]
+    Arguments: ClassVar[type[BaseModel]]
+    Preview: ClassVar[type[BaseModel]]
+    Result: ClassVar[type[BaseModel]]
+    #: per-locale message templates for this operation's reason codes (``str.format`` style)
+    reasons: ClassVar[dict[str, dict[Locale, str]]] = {}
+
+    @abstractmethod
+    async def resolve(
+        self, request: RequestT, scope: Scope, conn: Any
+    ) -> Resolved[ArgumentsT, PreviewT]:
+        """Validate against server-owned state and freeze arguments and preview, or raise
+        ``Rejected``."""
+
+    @abstractmethod
+    def authorize(self, actor: Actor, scope: Scope) -> bool:
+        """May ``actor`` (whose role the directory just confirmed) perform this operation?"""
+
+    @abstractmethod
+    async def revalidate(self, arguments: ArgumentsT, scope: Scope, conn: Any) -> Reason | None:
+        """Lock the rows the preview depends on; return why it no longer holds, or ``None``."""
+
+    @abstractmethod
+    def render_preview(self, preview: PreviewT, locale: Locale) -> RenderedPreview:
+        """The operation's own fixed template for ``preview``; never model-written text."""
+
+    def parse_request(self, data: Any) -> RequestT:
+        return self.Request.model_validate(data)  # type: ignore[return-value]
+
+    def parse_arguments(self, data: Any) -> ArgumentsT:
+        return self.Arguments.model_validate(data)  # type: ignore[return-value]
+
+    def parse_preview(self, data: Any) -> PreviewT:
+        return self.Preview.model_validate(data)  # type: ignore[return-value]
+
+
+class LocalOperation(Operation[RequestT, ArgumentsT, PreviewT, ResultT]):
+    """An operation whose whole effect is in the domain database: it commits with its outcome."""
+
+    effect: ClassVar[Literal["local", "external"]] = "local"
+
+    @abstractmethod
+    async def execute(
+        self, arguments: ArgumentsT, scope: Scope, ctx: ExecutionContext, conn: Any
+    ) -> ResultT:
+        """Apply the change inside the executor's transaction (after ``revalidate``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRef:
+    """A recorded attempt of an external effect, committed before the provider is called."""
+
+    attempt_id: str
+    idempotency_key: str
+
+
+class EffectUncertain(Exception):
+    """The provider may or may not have applied the effect (lost response, timeout)."""
+
+
+class ExternalOperation(Operation[RequestT, ArgumentsT, PreviewT, ResultT], Generic[
+    RequestT, ArgumentsT, PreviewT, ResultT, ProviderT
+]):
+    """An operation with an effect outside the database, run by the attempt protocol:
+
+    1. ``begin_attempt`` records the attempt (key derived from the proposal id) in the same
+       transaction as ``revalidate``; the executor commits before any call;
+    2. ``perform`` calls the provider once; it raises ``EffectUncertain`` when the answer is lost;
+    3. ``record`` stores the provider's answer and returns the outcome, in a second transaction;
+       after ``EffectUncertain``, ``mark_unknown`` does, and the reconciler takes over;
+    4. ``reconcile`` asks the provider with the same key and returns the authoritative outcome,
+       or ``None`` while it cannot yet conclude (lease and client timeout not yet passed).
+    """
+
+    effect: ClassVar[Literal["local", "external"]] = "external"
+
+    @abstractmethod
+    def open_provider(self) -> AbstractAsyncContextManager[ProviderT]:
+        """A provider client configured from the domain's own settings."""
+
+    @abstractmethod
+    async def begin_attempt(
+        self, arguments: ArgumentsT, scope: Scope, ctx: ExecutionContext, conn: Any
+    ) -> AttemptRef: ...
+
+    @abstractmethod
+    async def perform(self, attempt: AttemptRef, arguments: ArgumentsT, provider: ProviderT) -> Any:
+        """Call the provider once with ``attempt.idempotency_key``; return its answer."""
+
+    @abstractmethod
+    async def record(self, attempt: AttemptRef, answer: Any, conn: Any) -> OperationOutcome: ...
+
+    @abstractmethod
+    async def mark_unknown(self, attempt: AttemptRef, conn: Any) -> None: ...
+
+    @abstractmethod
+    async def reconcile(
+        self, attempt_id: str, conn: Any, provider: ProviderT
+    ) -> OperationOutcome | None: ...
+
+
+AnyOperation = Operation[Any, Any, Any, Any]
+_MODEL_PARTS = ("Request", "Arguments", "Preview", "Result")
+_SCALARS = ("kind", "version", "section", "resource", "summary")
+
+
+def check_operation(cls: type[Any]) -> None:
+    """Raise ``OperationDefinitionError`` naming every missing or malformed part of ``cls``."""
+    problems: list[str] = []
+    if not (isinstance(cls, type) and issubclass(cls, (LocalOperation, ExternalOperation))):
+        raise OperationDefinitionError(
+            f"{cls!r} is not a LocalOperation or ExternalOperation subclass"
+        )
+    for name in _SCALARS:
+        if not hasattr(cls, name):
+            problems.append(f"missing `{name}`")
+    if hasattr(cls, "kind") and not _KIND.match(str(cls.kind)):
+        problems.append(f"`kind` {cls.kind!r} must look like `resource.verb_phrase`")
+    if hasattr(cls, "version") and not (isinstance(cls.version, int) and cls.version >= 1):
+        problems.append("`version` must be an int >= 1")
+    problems += _check_models(cls)
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        problems.append("unimplemented: " + ", ".join(missing))
+    for name in ("resolve", "revalidate", "execute", "begin_attempt", "perform", "record",
+                 "mark_unknown", "reconcile"):
+        method = getattr(cls, name, None)
+        if method is not None and not inspect.iscoroutinefunction(method):
+            problems.append(f"`{name}` must be `async def`")
+    if problems:
+        raise OperationDefinitionError(f"operation {cls.__qualname__}: " + "; ".join(problems))
+
+
+def _check_models(cls: type[Any]) -> list[str]:
+    problems = []
+    for name in _MODEL_PARTS:
+        model = getattr(cls, name, None)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            problems.append(f"missing `{name}` (a pydantic model)")
+            continue
+        config = model.model_config
+        if not config.get("frozen"):
+            problems.append(f"`{name}` must be frozen")
+        if name in ("Request", "Arguments") and config.get("extra") != "forbid":
+            problems.append(f"`{name}` must forbid unknown fields (extra='forbid')")
+    return problems

@@ -1,0 +1,76 @@
+"""Version 1 of every message signoff sends.
+
+A published version changes only by adding optional fields; anything else is a ``v2`` package
+beside this one. ``tests/contract`` compares each schema with its committed snapshot.
+"""
+
+from signoff_contracts.v1.approvals import (
+    ApprovalCommand,
+    ApprovalReply,
+    ApprovalResult,
+    ApproveProposal,
+    DeclineProposal,
+    ResolvePausePoint,
+    ReviseProposal,
+    approval_command_adapter,
+)
+from signoff_contracts.v1.envelope import Envelope
+from signoff_contracts.v1.execution import ExecutionContract, OutcomeReported, ReconciliationRequired
+from signoff_contracts.v1.pause_points import (
+    PausePointKind,
+    PausePointRequested,
+    PausePointResolved,
+    PausePointView,
+)
+from signoff_contracts.v1.proposals import (
+    AuditEntry,
+    ProposalEvent,
+    ProposalRequested,
+    ProposalRequestReply,
+    ProposalView,
+)
+
+#: every message type of this version, by its ``type`` tag (schemas are exported from here)
+MESSAGES: dict[str, type[Envelope]] = {
+    model.model_fields["type"].default: model
+    for model in (
+        ProposalRequested,
+        ProposalRequestReply,
+        ApproveProposal,
+        DeclineProposal,
+        ReviseProposal,
+        ResolvePausePoint,
+        ApprovalReply,
+        ExecutionContract,
+        OutcomeReported,
+        ReconciliationRequired,
+        ProposalEvent,
+        PausePointRequested,
+        PausePointResolved,
+    )
+}
+
+__all__ = [
+    "MESSAGES",
+    "ApprovalCommand",
+    "ApprovalReply",
+    "ApprovalResult",
+    "ApproveProposal",
+    "AuditEntry",
+    "DeclineProposal",
+    "Envelope",
+    "ExecutionContract",
+    "OutcomeReported",
+    "PausePointKind",
+    "PausePointRequested",
+    "PausePointResolved",
+    "PausePointView",
+    "ProposalEvent",
+    "ProposalRequestReply",
+    "ProposalRequested",
+    "ProposalView",
+    "ReconciliationRequired",
+    "ResolvePausePoint",
+    "ReviseProposal",
+    "approval_command_adapter",
+]

@@ -1,0 +1,77 @@
+"""Execution contracts (proposals → executor) and what becomes of them.
+
+A contract is signed: an HMAC over ``signing_payload()`` with a key only the proposals service
+and the executors hold. It is dated: ``execute_by`` is set from the database clock at claim, and
+an executor runs no contract after it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, Field
+
+from signoff_contracts.ids import ContractId, ProposalId
+from signoff_contracts.outcomes import OperationOutcome
+from signoff_contracts.v1.envelope import Envelope
+
+_SIGNED_FIELDS = (
+    "contract_id",
+    "proposal_id",
+    "organization_id",
+    "section",
+    "resource_id",
+    "operation_kind",
+    "contract_version",
+    "arguments",
+    "approved_by",
+    "approved_at",
+    "execute_by",
+)
+
+
+class ExecutionContract(Envelope):
+    """Run exactly this, once, before ``execute_by``."""
+
+    type: Literal["execution.contract"] = "execution.contract"
+    contract_id: ContractId
+    proposal_id: ProposalId
+    organization_id: str = Field(max_length=72)
+    section: str = Field(max_length=64)
+    resource_id: str = Field(max_length=128)
+    operation_kind: str = Field(max_length=128)
+    contract_version: int = Field(ge=1)
+    arguments: dict[str, Any]
+    approved_by: str = Field(max_length=72)
+    approved_at: AwareDatetime
+    execute_by: AwareDatetime
+    signature: str = Field(default="", max_length=128)
+
+    def signing_payload(self) -> bytes:
+        """Canonical bytes the signature covers: sorted keys, no whitespace, UTC times."""
+        data = self.model_dump(mode="json", include=set(_SIGNED_FIELDS))
+        return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
+
+class OutcomeReported(Envelope):
+    """What became of a contract (executor or reconciler → proposals)."""
+
+    type: Literal["execution.outcome"] = "execution.outcome"
+    proposal_id: ProposalId
+    contract_id: ContractId
+    operation_kind: str
+    outcome: OperationOutcome
+    reported_by: Literal["executor", "reconciler", "operator"] = "executor"
+
+
+class ReconciliationRequired(Envelope):
+    """An external effect's result is unknown: only the reconciler may act on it."""
+
+    type: Literal["execution.reconciliation_required"] = "execution.reconciliation_required"
+    proposal_id: ProposalId
+    contract_id: ContractId
+    organization_id: str
+    operation_kind: str
+    contract_version: int = Field(ge=1)
+    attempt_id: str = Field(max_length=128, description="The domain's attempt record.")

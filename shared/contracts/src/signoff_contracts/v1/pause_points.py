@@ -1,0 +1,56 @@
+"""Pause points: decisions with no side effect of their own (the ``wait_for_approval`` tool).
+
+Resolving a pause point executes nothing; its resolution becomes a synthetic user message and
+the agent runs the next turn on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from signoff_contracts.ids import PausePointId
+from signoff_contracts.status import PausePointStatus
+from signoff_contracts.v1.envelope import Envelope
+
+PausePointKind = Literal["approval", "choice", "data_entry"]
+
+
+class PausePointView(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: PausePointId
+    organization_id: str
+    conversation_id: str | None = None
+    title: str
+    description: str
+    options: list[str] = Field(default_factory=list)
+    payload: dict[str, Any] | None = None
+    kind: PausePointKind
+    form_schema: dict[str, Any] | None = None
+    status: PausePointStatus
+    created_at: AwareDatetime
+    expires_at: AwareDatetime
+    resolution: dict[str, Any] | None = None
+    resolved_by: str | None = None
+    resolved_at: AwareDatetime | None = None
+
+
+class PausePointRequested(Envelope):
+    type: Literal["pause_point.requested"] = "pause_point.requested"
+    pause_point_id: PausePointId
+    organization_id: str
+    requested_by: str
+    conversation_id: str | None = None
+    title: str = Field(max_length=80)
+    description: str = Field(max_length=8000)
+    options: list[str] = Field(default_factory=list, max_length=8)
+    payload: dict[str, Any] | None = None
+    kind: PausePointKind = "approval"
+    form_schema: dict[str, Any] | None = None
+
+
+class PausePointResolved(Envelope):
+    type: Literal["pause_point.resolved"] = "pause_point.resolved"
+    pause_point: PausePointView
