@@ -86,6 +86,10 @@ class Directory(Protocol):
         """The person's current membership, or ``None`` if they are not (or no longer) in it."""
         ...
 
+    async def memberships(self, conn: Any, user_id: str) -> list[Membership]:
+        """Every organization the person belongs to (the CLI issues tokens from this)."""
+        ...
+
 
 class Rejected(Exception):
     """``resolve`` refuses the request: a reason code the model or client can act on."""

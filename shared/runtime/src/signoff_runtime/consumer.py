@@ -1,0 +1,153 @@
+"""Settling a delivery: ack after commit, retry what is transient, dead-letter with a reason.
+
+FastStream's default policy rejects on *any* exception, a passing database hiccup included
+(``shared/notes/dependencies.md`` §1). Subscribers here run with ``AckPolicy.MANUAL`` and hand
+their work to ``settle``, which classifies the outcome:
+
+- success → ack (after the handler's transaction committed);
+- ``PermanentError`` or a message that does not parse → a copy goes to the queue's ``.dlq`` with
+  headers ``x-signoff-reason`` / ``x-signoff-detail``, then the original is acked: nothing lost,
+  nothing looping;
+- a transient error (connection lost, pool exhausted, timeout) → a short bounded back-off, then
+  nack with requeue; each nack counts toward the quorum queue's ``x-delivery-limit``;
+- any other error → nack with requeue, and on the last delivery the message is dead-lettered
+  with reason ``handler_failed`` instead, so the reason is never just "delivery limit".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import asyncpg
+import structlog
+from faststream.rabbit import RabbitBroker
+from faststream.rabbit.message import RabbitMessage
+from pydantic import ValidationError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from signoff_contracts.ids import new_id
+from signoff_runtime.metrics import HANDLER_SECONDS, MESSAGES_CONSUMED, MESSAGES_DEAD_LETTERED
+from signoff_runtime.topology import Topology
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+TRANSIENT: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    OperationalError,
+    InterfaceError,
+)
+
+
+class PermanentError(Exception):
+    """This message can never succeed as it is: dead-letter it with ``code``."""
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(code)
+        self.code = code
+        self.detail = detail
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(exc, TRANSIENT)
+
+
+def delivery_count(msg: RabbitMessage) -> int:
+    headers = msg.raw_message.headers or {}
+    return int(headers.get("x-delivery-count", 0) or 0)  # type: ignore[call-overload]
+
+
+async def dead_letter(
+    broker: RabbitBroker, topology: Topology, queue_key: str, msg: RabbitMessage,
+    code: str, detail: str,
+) -> None:
+    raw = msg.raw_message
+    headers = dict(raw.headers or {})
+    headers.update(
+        {"x-signoff-reason": code, "x-signoff-detail": detail[:500],
+         "x-signoff-queue": topology.name(queue_key)}
+    )
+    await broker.publish(
+        raw.body,
+        exchange=topology.name("dlx"),
+        routing_key=topology.name(queue_key),
+        headers=headers,
+        message_id=raw.message_id,
+        correlation_id=raw.correlation_id,
+        message_type=raw.type,
+        content_type=raw.content_type,
+        persist=True,
+        mandatory=True,
+    )
+    MESSAGES_DEAD_LETTERED.labels(queue=queue_key, reason=code).inc()
+    log.warning("message.dead_lettered", queue=queue_key, reason=code, detail=detail[:200],
+                message_id=raw.message_id)
+
+
+async def settle(
+    msg: RabbitMessage,
+    *,
+    broker: RabbitBroker,
+    topology: Topology,
+    queue_key: str,
+    work: Callable[[], Awaitable[T]],
+    backoff_s: float = 0.5,
+) -> T | None:
+    started = time.perf_counter()
+    last_delivery = delivery_count(msg) + 1 >= topology.delivery_limit
+    try:
+        result = await work()
+    except (PermanentError, ValidationError) as exc:
+        code = exc.code if isinstance(exc, PermanentError) else "invalid_message"
+        detail = exc.detail if isinstance(exc, PermanentError) else _validation_summary(exc)
+        await _reject(msg, broker, topology, queue_key, code, detail)
+        return None
+    except Exception as exc:
+        if _is_transient(exc) and not last_delivery:
+            log.warning("message.transient_error", queue=queue_key, error=type(exc).__name__)
+            await asyncio.sleep(backoff_s * (delivery_count(msg) + 1))
+            await msg.nack(requeue=True)
+            MESSAGES_CONSUMED.labels(queue=queue_key, result="retried").inc()
+            return None
+        correlation_id = new_id("cor")
+        log.error("message.handler_failed", queue=queue_key, correlation_id=correlation_id,
+                  exc_info=exc)
+        if last_delivery:
+            await _reject(msg, broker, topology, queue_key, "handler_failed",
+                          f"correlation_id={correlation_id}")
+        else:
+            await msg.nack(requeue=True)
+            MESSAGES_CONSUMED.labels(queue=queue_key, result="retried").inc()
+        return None
+    await msg.ack()
+    MESSAGES_CONSUMED.labels(queue=queue_key, result="ok").inc()
+    HANDLER_SECONDS.labels(queue=queue_key).observe(time.perf_counter() - started)
+    return result
+
+
+async def _reject(msg: RabbitMessage, broker: RabbitBroker, topology: Topology, queue_key: str,
+                  code: str, detail: str) -> None:
+    try:
+        await dead_letter(broker, topology, queue_key, msg, code, detail)
+    except Exception as exc:  # the copy did not land: let the broker try again
+        log.error("message.dead_letter_failed", queue=queue_key, error=repr(exc))
+        await msg.nack(requeue=True)
+        return
+    await msg.ack()
+    MESSAGES_CONSUMED.labels(queue=queue_key, result="dead_lettered").inc()
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    parts: list[Any] = [
+        f"{'.'.join(str(p) for p in err['loc'])}: {err['type']}" for err in exc.errors()[:5]
+    ]
+    return "; ".join(parts)

@@ -1,0 +1,58 @@
+"""The idempotent consumer's tracking table.
+
+A consumer records a message's dedup key in the same transaction as the message's effect; a
+redelivered message finds its key and changes nothing. The stored ``result`` lets request-reply
+handlers answer a replay with the reply they gave the first time.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Column, DateTime, MetaData, Table, Text, func, text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+
+def inbox_table(metadata: MetaData, schema: str) -> Table:
+    return Table(
+        "inbox",
+        metadata,
+        Column("message_id", Text, primary_key=True),
+        Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+        Column("result", JSONB),
+        schema=schema,
+    )
+
+
+async def first_delivery(
+    conn: AsyncConnection, table: Table, message_id: str, result: Any = None
+) -> bool:
+    """Record ``message_id``; ``False`` if it was already recorded (a duplicate)."""
+    row = await conn.execute(
+        text(
+            f"INSERT INTO {table.schema}.inbox (message_id, result) "  # noqa: S608
+            "VALUES (:mid, CAST(:result AS jsonb)) ON CONFLICT DO NOTHING RETURNING 1"
+        ),
+        {"mid": message_id, "result": json.dumps(result) if result is not None else None},
+    )
+    return row.first() is not None
+
+
+async def stored_result(conn: AsyncConnection, table: Table, message_id: str) -> Any:
+    row = await conn.execute(
+        text(f"SELECT result FROM {table.schema}.inbox WHERE message_id = :mid"),  # noqa: S608
+        {"mid": message_id},
+    )
+    return row.scalar_one_or_none()
+
+
+async def store_result(conn: AsyncConnection, table: Table, message_id: str, result: Any) -> None:
+    await conn.execute(
+        text(
+            f"UPDATE {table.schema}.inbox SET result = CAST(:result AS jsonb) "  # noqa: S608
+            "WHERE message_id = :mid"
+        ),
+        {"mid": message_id, "result": json.dumps(result)},
+    )

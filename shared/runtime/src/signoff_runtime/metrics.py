@@ -1,0 +1,25 @@
+"""Prometheus metrics shared by every service. Labels stay low-cardinality: never an id."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+OUTBOX_PUBLISHED = Counter(
+    "signoff_outbox_published_total", "Outbox rows published and confirmed.", ["schema"]
+)
+OUTBOX_PUBLISH_ERRORS = Counter(
+    "signoff_outbox_publish_errors_total", "Outbox publishes that failed (row kept).", ["schema"]
+)
+MESSAGES_CONSUMED = Counter(
+    "signoff_messages_consumed_total",
+    "Messages settled by a consumer, by queue and result.",
+    ["queue", "result"],
+)
+MESSAGES_DEAD_LETTERED = Counter(
+    "signoff_messages_dead_lettered_total",
+    "Messages a consumer sent to the dead-letter queue, by queue and reason code.",
+    ["queue", "reason"],
+)
+HANDLER_SECONDS = Histogram(
+    "signoff_handler_seconds", "Time to handle one message, by queue.", ["queue"]
+)

@@ -1,0 +1,72 @@
+"""Running every owner's Alembic environment.
+
+Each owner (a service, the domain) keeps its own Alembic environment and version table inside its
+own schema, and names it by entry point (group ``signoff.migrations``, value: the package that
+holds ``env.py`` and ``versions/``). ``upgrade_all`` migrates them all; ``run_env`` is what each
+``env.py`` calls, so the environments stay one line long and cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import import_module
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from alembic import command, context
+from alembic.config import Config
+from sqlalchemy import MetaData, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+
+
+def owners(group: str = "signoff.migrations") -> dict[str, Path]:
+    found = {}
+    for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+        module = import_module(ep.value)
+        assert module.__file__ is not None
+        found[ep.name] = Path(module.__file__).parent
+    return found
+
+
+def config_for(location: Path, url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(location))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade_all(url: str, revision: str = "head") -> list[str]:
+    """Migrate every owner's schema (blocking: call it outside an event loop or in a thread)."""
+    done = []
+    for name, location in owners().items():
+        command.upgrade(config_for(location, url), revision)
+        done.append(name)
+    return done
+
+
+def run_env(schema: str, metadata: MetaData) -> None:
+    """The body of every owner's ``env.py``: online, async, in ``schema``."""
+    url = context.config.get_main_option("sqlalchemy.url")
+    assert url is not None
+
+    def _run(conn: Connection) -> None:
+        conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
+        context.configure(
+            connection=conn,
+            target_metadata=metadata,
+            version_table="alembic_version",
+            version_table_schema=schema,
+            include_schemas=True,
+            include_name=lambda name, type_, _: type_ != "schema" or name == schema,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+
+    async def _main() -> None:
+        engine = create_async_engine(url)
+        async with engine.begin() as conn:
+            await conn.run_sync(_run)
+        await engine.dispose()
+
+    asyncio.run(_main())

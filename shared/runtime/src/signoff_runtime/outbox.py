@@ -1,0 +1,221 @@
+"""The transactional outbox and its relay.
+
+A state change and the message it must cause are written in one transaction (``enqueue``); the
+relay publishes unsent rows as persistent messages, waits for the broker's confirm, and only then
+marks them sent. A relay killed between confirm and mark-sent publishes the row again — consumers
+dedup by ``message_id`` — but a message is never lost. Publishing to a routing key with no
+binding raises (``on_return_raises``) and the row stays in the outbox with its error.
+
+The relay wakes on ``NOTIFY`` (sent by ``enqueue`` in the same transaction, so it fires at
+commit) and polls slowly as a safety net. Several relays may run: rows are taken with
+``FOR UPDATE SKIP LOCKED``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import aio_pika
+import asyncpg
+import structlog
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Table,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from signoff_contracts.v1 import Envelope
+from signoff_runtime.db import asyncpg_dsn
+from signoff_runtime.metrics import OUTBOX_PUBLISHED, OUTBOX_PUBLISH_ERRORS
+from signoff_runtime.topology import Topology
+
+log = structlog.get_logger(__name__)
+
+
+def outbox_table(metadata: MetaData, schema: str) -> Table:
+    return Table(
+        "outbox",
+        metadata,
+        Column("id", BigInteger, Identity(), primary_key=True),
+        Column("message_id", Text, nullable=False, unique=True),
+        Column("exchange", Text, nullable=False),
+        Column("routing_key", Text, nullable=False),
+        Column("message_type", Text, nullable=False),
+        Column("correlation_id", Text),
+        Column("body", LargeBinary, nullable=False),
+        Column("headers", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+        Column("available_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+        Column("sent_at", DateTime(timezone=True)),
+        Column("attempts", Integer, nullable=False, server_default=text("0")),
+        Column("last_error", Text),
+        Index(f"ix_{schema}_outbox_unsent", "id", postgresql_where=text("sent_at IS NULL")),
+        schema=schema,
+    )
+
+
+def notify_channel(table: Table) -> str:
+    return f"{table.schema}_outbox"
+
+
+async def enqueue(
+    conn: AsyncConnection,
+    table: Table,
+    message: Envelope,
+    *,
+    exchange: str,
+    routing_key: str,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    """Write ``message`` to the outbox in the caller's transaction (one round trip)."""
+    await conn.execute(
+        text(
+            f"WITH ins AS (INSERT INTO {table.schema}.outbox "  # noqa: S608 - schema is ours
+            "(message_id, exchange, routing_key, message_type, correlation_id, body, headers) "
+            "VALUES (:mid, :ex, :rk, :mt, :cid, :body, CAST(:headers AS jsonb)) "
+            "ON CONFLICT (message_id) DO NOTHING RETURNING 1) "
+            "SELECT pg_notify(:channel, '') FROM ins"
+        ),
+        {
+            "mid": message.message_id,
+            "ex": exchange,
+            "rk": routing_key,
+            "mt": message.type,
+            "cid": message.correlation_id,
+            "body": message.model_dump_json().encode(),
+            "headers": json.dumps(dict(headers or {})),
+            "channel": notify_channel(table),
+        },
+    )
+
+
+class OutboxRelay:
+    """Publishes one schema's outbox. ``run`` until cancelled."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        table: Table,
+        amqp_url: str,
+        topology: Topology,
+        *,
+        batch: int = 200,
+        poll_s: float = 1.0,
+        publish_timeout_s: float = 10.0,
+    ) -> None:
+        self._engine = engine
+        self._table = table
+        self._amqp_url = amqp_url
+        self._topology = topology
+        self._batch = batch
+        self._poll_s = poll_s
+        self._timeout = publish_timeout_s
+        self._wake = asyncio.Event()
+        self._channel: aio_pika.abc.AbstractChannel | None = None
+
+    async def run(self) -> None:
+        connection = await aio_pika.connect_robust(self._amqp_url)
+        listener = await self._listen()
+        try:
+            self._channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
+            while True:
+                try:
+                    while await self.drain() == self._batch:
+                        pass
+                except (OSError, asyncpg.PostgresError, aio_pika.exceptions.AMQPError) as exc:
+                    log.warning("outbox.drain_failed", schema=self._table.schema, error=str(exc))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._poll_s)
+                self._wake.clear()
+        finally:
+            with contextlib.suppress(Exception):
+                await listener.close()
+            await connection.close()
+
+    async def _listen(self) -> asyncpg.Connection:
+        conn = await asyncpg.connect(asyncpg_dsn(str(self._engine.url.render_as_string(False))))
+        await conn.add_listener(notify_channel(self._table), lambda *_: self._wake.set())
+        return conn
+
+    async def drain(self) -> int:
+        """Publish one batch of due rows; return how many rows were taken."""
+        assert self._channel is not None, "run() opens the channel"
+        schema = self._table.schema
+        async with self._engine.begin() as conn:
+            rows = (
+                await conn.execute(
+                    text(
+                        f"SELECT id, message_id, exchange, routing_key, message_type, "  # noqa: S608
+                        f"correlation_id, body, headers FROM {schema}.outbox "
+                        "WHERE sent_at IS NULL AND available_at <= now() "
+                        "ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED"
+                    ),
+                    {"n": self._batch},
+                )
+            ).all()
+            if not rows:
+                return 0
+            results = await asyncio.gather(
+                *(self._publish(row) for row in rows), return_exceptions=True
+            )
+            sent = [row.id for row, res in zip(rows, results, strict=True) if res is None]
+            failed = [
+                (row.id, repr(res)[:500])
+                for row, res in zip(rows, results, strict=True)
+                if res is not None
+            ]
+            await self._mark(conn, sent, failed)
+        return len(rows)
+
+    async def _publish(self, row: Any) -> None:
+        assert self._channel is not None
+        exchange = await self._channel.get_exchange(row.exchange, ensure=False)
+        message = aio_pika.Message(
+            bytes(row.body),
+            content_type="application/json",
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            message_id=row.message_id,
+            correlation_id=row.correlation_id,
+            type=row.message_type,
+            headers=dict(row.headers or {}),
+        )
+        await exchange.publish(message, routing_key=row.routing_key, mandatory=True,
+                               timeout=self._timeout)
+
+    async def _mark(self, conn: AsyncConnection, sent: list[int], failed: list[tuple[int, str]]
+                    ) -> None:
+        schema = self._table.schema
+        if sent:
+            await conn.execute(
+                text(f"UPDATE {schema}.outbox SET sent_at = now(), attempts = attempts + 1 "  # noqa: S608
+                     "WHERE id = ANY(:ids)"),
+                {"ids": sent},
+            )
+            OUTBOX_PUBLISHED.labels(schema=schema).inc(len(sent))
+        for row_id, error in failed:
+            # Back off per row so one unroutable message does not spin the relay.
+            await conn.execute(
+                text(
+                    f"UPDATE {schema}.outbox SET attempts = attempts + 1, last_error = :err, "  # noqa: S608
+                    "available_at = now() + make_interval(secs => least(60, 2 ^ attempts)) "
+                    "WHERE id = :id"
+                ),
+                {"id": row_id, "err": error},
+            )
+            OUTBOX_PUBLISH_ERRORS.labels(schema=schema).inc()
+            log.warning("outbox.publish_failed", schema=schema, row=row_id, error=error)

@@ -1,0 +1,86 @@
+"""RFC 9457 problem documents for every HTTP error, and nothing internal in any of them.
+
+Handlers raise ``Problem``; validation errors become ``422 invalid_request`` listing the fields
+at fault (locations and messages only, never the submitted values); anything unexpected becomes
+``500 internal_error`` carrying only a correlation id, and the detail goes to the log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from signoff_contracts.ids import new_id
+
+log = structlog.get_logger(__name__)
+MEDIA_TYPE = "application/problem+json"
+
+
+class Problem(Exception):
+    def __init__(self, status: int, code: str, title: str, detail: str | None = None,
+                 **extra: Any) -> None:
+        super().__init__(code)
+        self.status = status
+        self.code = code
+        self.title = title
+        self.detail = detail
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "type": f"urn:signoff:problem:{self.code}",
+            "title": self.title,
+            "status": self.status,
+            "code": self.code,
+        }
+        if self.detail:
+            doc["detail"] = self.detail
+        doc.update(self.extra)
+        return doc
+
+
+def problem_response(problem: Problem) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if problem.status == 401 else None
+    return JSONResponse(problem.body(), status_code=problem.status, media_type=MEDIA_TYPE,
+                        headers=headers)
+
+
+_STATUS_CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
+                 405: "method_not_allowed", 409: "conflict", 413: "payload_too_large",
+                 415: "unsupported_media_type", 429: "rate_limited"}
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(Problem)
+    async def _problem(_: Request, exc: Problem) -> JSONResponse:
+        return problem_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": [str(part) for part in err.get("loc", ())], "msg": str(err.get("msg", ""))}
+            for err in exc.errors()
+        ][:20]
+        return problem_response(
+            Problem(422, "invalid_request", "The request is not valid.", errors=errors)
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(exc.status_code, "http_error")
+        return problem_response(Problem(exc.status_code, code, str(exc.detail)))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        correlation_id = new_id("cor")
+        log.error("http.unhandled", path=request.url.path, correlation_id=correlation_id,
+                  exc_info=exc)
+        return problem_response(
+            Problem(500, "internal_error", "Something went wrong on our side.",
+                    correlation_id=correlation_id)
+        )

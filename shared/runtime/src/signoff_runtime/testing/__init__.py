@@ -1,0 +1,5 @@
+"""Test support for signoff and for adopters' operations: real services, fresh names, deadlines."""
+
+from signoff_runtime.testing.waiting import eventually, wait_until
+
+__all__ = ["eventually", "wait_until"]

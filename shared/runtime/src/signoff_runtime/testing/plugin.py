@@ -1,0 +1,89 @@
+"""pytest fixtures for signoff's integration tests and for adopters' operation tests.
+
+- ``database_url``: a fresh database, every owner's schema migrated, dropped at the end;
+- ``engine``: an async engine on it;
+- ``amqp_url`` and ``topology``: the broker, and a fresh name prefix per test (cleaned up);
+- ``settings_env``: the ``SIGNOFF_*`` environment that points a service process at both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
+
+import aio_pika
+import asyncpg
+import pytest
+import pytest_asyncio
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from signoff_runtime.db import asyncpg_dsn
+from signoff_runtime.migrations import upgrade_all
+from signoff_runtime.testing import servers
+from signoff_runtime.topology import Topology
+
+
+@pytest.fixture(scope="session")
+def _servers() -> Iterator[tuple[str, str]]:
+    with ExitStack() as stack:
+        yield servers.postgres_url(stack), servers.amqp_url(stack)
+
+
+@pytest.fixture(scope="session")
+def amqp_url(_servers: tuple[str, str]) -> str:
+    return _servers[1]
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def database_url(_servers: tuple[str, str]) -> AsyncIterator[str]:
+    server = _servers[0]
+    name = f"signoff_test_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(asyncpg_dsn(server))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = make_url(server).set(database=name).render_as_string(hide_password=False)
+    await asyncio.to_thread(upgrade_all, url)
+    yield url
+    admin = await asyncpg.connect(asyncpg_dsn(server))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    eng = create_async_engine(database_url, pool_size=20, max_overflow=10)
+    yield eng
+    await eng.dispose()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def topology(amqp_url: str) -> AsyncIterator[Topology]:
+    """A fresh, declared topology under a prefix of its own, deleted after the test."""
+    topo = Topology(f"t{secrets.token_hex(4)}", delivery_limit=3)
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        await topo.declare(await connection.channel())
+    yield topo
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        await topo.delete(await connection.channel())
+
+
+@pytest.fixture
+def settings_env(database_url: str, amqp_url: str, topology: Topology) -> dict[str, str]:
+    """Environment for a service process pointed at this test's database and queues."""
+    return {
+        "SIGNOFF_ENV": "test",
+        "SIGNOFF_DB__URL": database_url,
+        "SIGNOFF_AMQP__URL": amqp_url,
+        "SIGNOFF_AMQP__PREFIX": topology.prefix,
+        "SIGNOFF_AMQP__DELIVERY_LIMIT": str(topology.delivery_limit),
+        "SIGNOFF_LOG_JSON": "true",
+    }

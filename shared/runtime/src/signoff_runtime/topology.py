@@ -1,0 +1,112 @@
+"""The RabbitMQ topology: every exchange, queue and binding signoff uses, in one place.
+
+All names carry a prefix (``SIGNOFF_AMQP__PREFIX``) so tests and benchmarks never share queues
+with a running system. Every work queue is a quorum queue with an explicit delivery limit
+(RabbitMQ 3.10 has no default) and at-least-once dead-lettering into its own ``.dlq``; that needs
+``overflow: reject-publish``, so a full queue refuses publishes (confirm nack) instead of dropping
+messages. ``docs/topology.md`` documents this table for people.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import aio_pika
+from faststream.rabbit import ExchangeType, QueueType, RabbitExchange, RabbitQueue
+
+ExchangeKind = Literal["direct", "topic"]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    key: str  # short name, e.g. "executor.contracts"
+    exchange: str  # short exchange name
+    routing_key: str
+    purpose: str
+
+
+EXCHANGES: dict[str, ExchangeKind] = {
+    "commands": "direct",  # request-reply commands to the proposals service
+    "contracts": "direct",  # signed execution contracts
+    "outcomes": "direct",  # outcomes and reconciliation requests
+    "events": "topic",  # proposal and pause-point facts, fanned out by topic
+    "dlx": "direct",  # dead letters, routed by the original queue's name
+}
+
+QUEUES: tuple[QueueSpec, ...] = (
+    QueueSpec("proposals.requests", "commands", "proposal.requested", "store resolved proposals"),
+    QueueSpec("proposals.approvals", "commands", "approval.command", "approve/decline/revise"),
+    QueueSpec("proposals.pause-points", "commands", "pause_point.requested", "store pause points"),
+    QueueSpec("proposals.outcomes", "outcomes", "execution.outcome", "record outcomes"),
+    QueueSpec("executor.contracts", "contracts", "execution.contract", "run contracts"),
+    QueueSpec("reconciler.required", "outcomes", "execution.reconciliation_required", "reconcile"),
+    QueueSpec("agent.events", "events", "proposal.#", "hand outcomes back to conversations"),
+)
+
+ROUTING_KEYS = {spec.key: spec.routing_key for spec in QUEUES}
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    prefix: str
+    delivery_limit: int = 5
+
+    def name(self, short: str) -> str:
+        return f"{self.prefix}.{short}"
+
+    def spec(self, key: str) -> QueueSpec:
+        return next(spec for spec in QUEUES if spec.key == key)
+
+    def queue_arguments(self, key: str) -> dict[str, Any]:
+        return {
+            "x-queue-type": "quorum",
+            "x-delivery-limit": self.delivery_limit,
+            "x-dead-letter-exchange": self.name("dlx"),
+            "x-dead-letter-routing-key": self.name(key),
+            "x-dead-letter-strategy": "at-least-once",
+            "x-overflow": "reject-publish",
+        }
+
+    def exchange(self, short: str) -> RabbitExchange:
+        kind = ExchangeType.TOPIC if EXCHANGES[short] == "topic" else ExchangeType.DIRECT
+        return RabbitExchange(self.name(short), type=kind, durable=True)
+
+    def queue(self, key: str) -> RabbitQueue:
+        """The FastStream declaration of work queue ``key`` (same arguments as ``declare``)."""
+        spec = self.spec(key)
+        return RabbitQueue(
+            self.name(key),
+            queue_type=QueueType.QUORUM,
+            durable=True,
+            arguments=self.queue_arguments(key),
+            routing_key=spec.routing_key,
+        )
+
+    def dlq(self, key: str) -> str:
+        return self.name(f"{key}.dlq")
+
+    async def declare(self, channel: aio_pika.abc.AbstractChannel) -> None:
+        """Declare everything idempotently (every service does this at start-up)."""
+        exchanges = {}
+        for short, kind in EXCHANGES.items():
+            exchanges[short] = await channel.declare_exchange(
+                self.name(short), type=aio_pika.ExchangeType(kind), durable=True
+            )
+        for spec in QUEUES:
+            queue = await channel.declare_queue(
+                self.name(spec.key), durable=True, arguments=self.queue_arguments(spec.key)
+            )
+            await queue.bind(exchanges[spec.exchange], routing_key=spec.routing_key)
+            dlq = await channel.declare_queue(
+                self.dlq(spec.key), durable=True, arguments={"x-queue-type": "quorum"}
+            )
+            await dlq.bind(exchanges["dlx"], routing_key=self.name(spec.key))
+
+    async def delete(self, channel: aio_pika.abc.AbstractChannel) -> None:
+        """Remove every queue and exchange of this prefix (tests clean up after themselves)."""
+        for spec in QUEUES:
+            await channel.queue_delete(self.name(spec.key))
+            await channel.queue_delete(self.dlq(spec.key))
+        for short in EXCHANGES:
+            await channel.exchange_delete(self.name(short))
