@@ -1,0 +1,1 @@
+"""The ``signoff`` command line: a thin shell that gathers subcommands by entry point."""

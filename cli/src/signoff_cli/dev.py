@@ -1,0 +1,109 @@
+"""``signoff dev run``: the whole system on one machine, for ``make run``.
+
+Creates the database if missing, migrates every schema, seeds the demo once (kept in
+``.run/demo.json``), then runs every service and the provider simulator as separate processes
+under honcho, with their logs interleaved. When every ``/healthz`` answers it prints where to
+look and who to sign in as; Ctrl-C stops everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import typer
+from sqlalchemy.engine import make_url
+
+from signoff_cli.database import ensure_database
+from signoff_runtime.migrations import upgrade_all
+from signoff_runtime.settings import ServiceSettings
+
+app = typer.Typer(no_args_is_help=True, help="Run signoff locally.")
+
+#: name → (command, health URL). Ports are the defaults of DESIGN.md, each overridable by env.
+def processes() -> dict[str, tuple[str, str]]:
+    env = os.environ
+    port = {
+        "agent": env.get("SIGNOFF_AGENT__PORT", "8001"),
+        "proposals": env.get("SIGNOFF_PROPOSALS__PORT", "8002"),
+        "executor": env.get("SIGNOFF_EXECUTOR__PORT", "9103"),
+        "reconciler": env.get("SIGNOFF_RECONCILER__PORT", "9104"),
+        "provider": env.get("SIGNOFF_CARD_PROVIDER_PORT", "8010"),
+    }
+    table = {
+        name: (f"signoff serve {name}", f"http://127.0.0.1:{port[name]}/healthz")
+        for name in ("proposals", "executor", "reconciler", "agent")
+    }
+    table["provider"] = (f"{sys.executable} -m signoff_card_provider",
+                         f"http://127.0.0.1:{port['provider']}/healthz")
+    return table
+
+
+def _seed_once(state: Path, fresh_database: bool) -> dict[str, object]:
+    if state.exists() and not fresh_database:
+        return dict(json.loads(state.read_text()))
+    out = subprocess.run(["signoff", "demo", "seed"], check=True, capture_output=True, text=True)
+    state.write_text(out.stdout)
+    return dict(json.loads(out.stdout))
+
+
+def _wait_healthy(urls: dict[str, str], deadline_s: float) -> list[str]:
+    pending = dict(urls)
+    deadline = time.monotonic() + deadline_s
+    while pending and time.monotonic() < deadline:
+        for name, url in list(pending.items()):
+            try:
+                if httpx.get(url, timeout=1.0).status_code == 200:
+                    del pending[name]
+            except httpx.HTTPError:
+                pass
+        time.sleep(0.3)
+    return sorted(pending)
+
+
+def _banner(demo: dict[str, object], table: dict[str, tuple[str, str]]) -> str:
+    lines = ["", "signoff is running. Ctrl-C stops everything.", ""]
+    for name, (_, url) in table.items():
+        lines.append(f"  {name:<11} {url.removesuffix('/healthz')}")
+    lines += ["", "Demo people (sign-in e-mail / password; tokens: signoff token --user EMAIL):"]
+    for org in demo.get("organizations", []):  # type: ignore[union-attr]
+        lines.append(f"  {org['name']} ({org['id']})")
+        for role, user in org["users"].items():
+            lines.append(f"    {role:<8} {user['email']} / {user['password']}")
+    lines += ["", "Walkthrough: README.md, section 'Try it'.", ""]
+    return "\n".join(lines)
+
+
+@app.command()
+def run(state_dir: Path = typer.Option(Path(".run"), help="Where local state is kept.")) -> None:
+    """Set up the database and run every process until Ctrl-C."""
+    settings = ServiceSettings()
+    state_dir.mkdir(exist_ok=True)
+    fresh = asyncio.run(ensure_database(settings.db.url))
+    typer.echo(f"database {make_url(settings.db.url).database}: {'created' if fresh else 'exists'}")
+    for owner in upgrade_all(settings.db.url):
+        typer.echo(f"migrated {owner}")
+    demo = _seed_once(state_dir / "demo.json", fresh)
+    table = processes()
+    procfile = state_dir / "Procfile"
+    procfile.write_text("".join(f"{name}: {cmd}\n" for name, (cmd, _) in table.items()))
+    honcho = subprocess.Popen(["honcho", "start", "-f", str(procfile), "-d", "."])
+    stop = lambda *_: honcho.send_signal(signal.SIGTERM)  # noqa: E731
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        unhealthy = _wait_healthy({n: u for n, (_, u) in table.items()}, 60.0)
+        if unhealthy:
+            typer.echo(f"not healthy after 60 s: {', '.join(unhealthy)} (see the logs above)")
+        else:
+            typer.echo(_banner(demo, table))
+        sys.exit(honcho.wait())
+    except KeyboardInterrupt:
+        honcho.send_signal(signal.SIGINT)
+        sys.exit(honcho.wait())

@@ -1,0 +1,69 @@
+"""The machine-facing propose endpoint: ``POST /v1/operations/{kind}/propose``.
+
+The same path the assistants' propose tools take: parse the request into the operation's
+``Request`` (unknown fields refused), scope it from the token, run ``resolve``, and hand the
+frozen proposal to the proposals service by request-reply. The answer is ``201`` only once the
+proposal is stored, so an immediate ``GET`` finds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from signoff_agent.auth import current_member
+from signoff_agent.proposing import ProposalsUnavailable, Proposer
+from signoff_contracts.operations import Rejected
+from signoff_runtime.problems import Problem
+from signoff_runtime.registry import UnknownOperation
+
+log = structlog.get_logger(__name__)
+router = APIRouter()
+
+
+class ProposeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    resource_id: str = Field(min_length=1, max_length=128)
+    request: dict[str, Any]
+
+
+def _errors(exc: ValidationError) -> list[dict[str, Any]]:
+    return [
+        {"loc": [str(p) for p in err["loc"]], "msg": err["msg"], "type": err["type"]}
+        for err in exc.errors(include_input=False, include_url=False)
+    ][:20]
+
+
+@router.post("/v1/operations/{kind}/propose", status_code=201)
+async def propose(
+    kind: str, body: ProposeBody, request: Request,
+    authorization: str | None = Header(default=None),
+) -> JSONResponse:
+    proposer: Proposer = request.app.state.proposer
+    try:
+        op = proposer.operations.latest(kind)
+    except UnknownOperation:
+        raise Problem(404, "unknown_operation", f"No operation is called {kind!r}.") from None
+    async with proposer.engine.connect() as conn:
+        member = await current_member(proposer.auth, proposer.directory, conn, authorization)
+        try:
+            parsed = op.parse_request(body.request)
+        except ValidationError as exc:
+            raise Problem(422, "invalid_request", "The request does not fit the operation.",
+                          errors=_errors(exc)) from None
+        try:
+            created = await proposer.propose(conn, op, member, body.resource_id, parsed)
+        except Rejected as exc:
+            raise Problem(422, exc.reason.code, "The operation cannot be proposed as asked.",
+                          params=exc.reason.params) from None
+        except ProposalsUnavailable as exc:
+            raise Problem(503, "proposals_unavailable",
+                          "The proposal could not be confirmed as stored; check it by id.",
+                          proposal_id=exc.proposal_id) from None
+    return JSONResponse(created, status_code=201,
+                        headers={"Location": f"/v1/proposals/{created['proposal']['id']}"})

@@ -1,0 +1,85 @@
+"""Turning a parsed request into a stored proposal (shared by the endpoint and the assistants)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from faststream.exceptions import FastStreamException
+from faststream.rabbit import RabbitBroker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from signoff_contracts.ids import new_id
+from signoff_contracts.operations import AnyOperation, Directory, Membership, Rejected, Scope
+from signoff_contracts.v1 import ProposalRequested, ProposalRequestReply
+from signoff_runtime.registry import Operations
+from signoff_runtime.settings import AmqpSettings, AuthSettings
+from signoff_runtime.topology import ROUTING_KEYS, Topology
+
+
+class ProposalsUnavailable(Exception):
+    """No reply in time: the proposal may or may not have been stored."""
+
+    def __init__(self, proposal_id: str) -> None:
+        super().__init__(proposal_id)
+        self.proposal_id = proposal_id
+
+
+@dataclass
+class Proposer:
+    engine: AsyncEngine
+    broker: RabbitBroker
+    topology: Topology
+    operations: Operations
+    directory: Directory
+    auth: AuthSettings
+    amqp: AmqpSettings
+
+    async def propose(
+        self, conn: AsyncConnection, op: AnyOperation, member: Membership, resource_id: str,
+        request: Any, conversation_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Resolve, store by request-reply, and return the stored view with its rendering."""
+        scope = Scope(organization_id=member.organization_id, section=op.section,
+                      resource_id=resource_id)
+        resolved = await op.resolve(request, scope, conn)
+        proposal_id = new_id("prp")
+        message = ProposalRequested(
+            proposal_id=proposal_id,
+            correlation_id=proposal_id,
+            source="agent",
+            organization_id=member.organization_id,
+            requested_by=member.user_id,
+            conversation_id=conversation_id,
+            section=op.section,
+            resource_id=resource_id,
+            operation_kind=op.kind,
+            contract_version=op.version,
+            request=request.model_dump(mode="json"),
+            arguments=resolved.arguments.model_dump(mode="json"),
+            preview=resolved.preview.model_dump(mode="json"),
+        )
+        reply = await self._request(message)
+        if not reply.accepted or reply.proposal is None:
+            reason = reply.reason
+            raise Rejected(reason.code if reason else "not_stored", **(reason.params if reason else {}))
+        rendered = op.render_preview(resolved.preview, member.locale)
+        return {"proposal": reply.proposal.model_dump(mode="json"),
+                "rendered_preview": rendered.model_dump(mode="json")}
+
+    async def _request(self, message: ProposalRequested) -> ProposalRequestReply:
+        try:
+            response = await self.broker.request(
+                message.model_dump_json(),
+                exchange=self.topology.exchange("commands"),
+                routing_key=ROUTING_KEYS["proposals.requests"],
+                message_id=message.message_id,
+                correlation_id=message.correlation_id,
+                content_type="application/json",
+                persist=True,
+                timeout=self.amqp.request_timeout_s,
+            )
+        except (TimeoutError, asyncio.TimeoutError, FastStreamException) as exc:
+            raise ProposalsUnavailable(message.proposal_id) from exc
+        return ProposalRequestReply.model_validate_json(response.body)
