@@ -1,0 +1,48 @@
+# signoff — the two commands a newcomer needs are `make run` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
+PACKAGES := shared/contracts shared/runtime shared/conformance cli \
+	examples/card_provider examples/club \
+	services/proposals services/executor services/reconciler services/agent
+PYPROJECTS := $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
+
+.PHONY: run test check install services requirements lint types schemas
+
+$(VENV)/.installed: requirements/requirements.txt requirements/bootstrap.txt $(PYPROJECTS)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --require-hashes -r requirements/bootstrap.txt
+	$(UV) pip install -q --python $(PY) --require-hashes -r requirements/requirements.txt
+	$(UV) pip install -q --python $(PY) --no-deps $(foreach p,$(PACKAGES),-e $(p))
+	touch $@
+
+install: $(VENV)/.installed
+
+services:
+	@deploy/local/ensure-services.sh
+
+## run: the whole system on this machine until Ctrl-C
+run: install services
+	$(VENV)/bin/signoff dev run
+
+## test: everything CI runs
+test: install services
+	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+
+types: install
+	$(VENV)/bin/mypy $(foreach p,$(PACKAGES),$(p)/src)
+
+## check: format, lint, types, tests
+check: lint types test
+
+## requirements: re-pin third-party dependencies (hashes, no index URLs)
+requirements:
+	$(UV) pip compile --generate-hashes --no-annotate --no-header -q \
+		requirements/requirements.in -o requirements/requirements.txt --python-version 3.11
+	$(UV) pip compile --generate-hashes --no-annotate --no-header -q \
+		requirements/bootstrap.in -o requirements/bootstrap.txt --python-version 3.11

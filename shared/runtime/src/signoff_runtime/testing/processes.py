@@ -1,0 +1,100 @@
+"""Running signoff's real processes in tests: start, wait for health with a deadline, stop.
+
+End-to-end tests start each service exactly as ``make run`` does (``signoff serve NAME``), on
+free ports, pointed at the test's own database and queue prefix. Output goes to a log file per
+process so a failing test can show what the service said.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServiceProcess:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    port: int
+    log_dir: Path
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"{self.name}.log"
+
+    def start(self) -> ServiceProcess:
+        env = {**os.environ, **self.env}
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(self.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        return self
+
+    def wait_healthy(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n"
+                                     + self.tail())
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"{self.name} not healthy after {timeout}s:\n" + self.tail())
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(5)
+
+    def kill(self) -> None:
+        """``kill -9``: no shutdown hook runs (fault tests)."""
+        self.stop(signal.SIGKILL)
+
+    def tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no log)"
+
+
+def service(name: str, env: dict[str, str], log_dir: Path, port: int | None = None
+            ) -> ServiceProcess:
+    """``signoff serve NAME`` on a free port (its port variable set accordingly)."""
+    port = port or free_port()
+    env = {**env, f"SIGNOFF_{name.upper()}__PORT": str(port)}
+    argv = [sys.executable, "-c", "from signoff_cli.main import main; main()", "serve", name]
+    return ServiceProcess(name, argv, env, port, log_dir)
+
+
+def provider(env: dict[str, str], log_dir: Path, port: int | None = None) -> ServiceProcess:
+    port = port or free_port()
+    env = {**env, "SIGNOFF_CARD_PROVIDER_PORT": str(port)}
+    return ServiceProcess("provider", [sys.executable, "-m", "signoff_card_provider"], env, port,
+                          log_dir)
