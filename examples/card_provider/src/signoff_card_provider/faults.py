@@ -152,8 +152,13 @@ def _config_from_items(values: dict[str, str]) -> FaultConfig:
     try:
         return FaultConfig(probabilities=probabilities, delay_ms=delay_ms, seed=seed)
     except ValidationError as exc:
-        reasons = "; ".join(error["msg"] for error in exc.errors())
+        reasons = "; ".join(_reason(error["loc"], error["msg"]) for error in exc.errors())
         raise FaultSpecError(f"{_SPEC_NAME}: {reasons}") from None
+
+
+def _reason(loc: tuple[int | str, ...], message: str) -> str:
+    message = message.removeprefix("Value error, ")
+    return f"{'.'.join(map(str, loc))}: {message}" if loc else message
 
 
 def _number(text: str, name: str, kind: type[_Number]) -> _Number:

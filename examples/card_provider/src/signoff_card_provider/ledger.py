@@ -110,16 +110,16 @@ class Ledger:
 
     def begin(self, key: str, params: RefundParams) -> Decision:
         """Decide what a create with ``key`` does; only ``Proceed`` claims the key."""
-        remembered = self._remembered(key)
-        if remembered is not None and key not in self._in_flight:
-            if remembered.params == params:
-                self._requests["replay"] += 1
-                return Replay(remembered.refund)
-            self._requests["create"] += 1
-            return KeyReused(remembered.refund)
-        self._requests["create"] += 1
         if key in self._in_flight:
+            self._requests["create"] += 1
             return InFlight()
+        remembered = self._remembered(key)
+        if remembered is not None and remembered.params == params:
+            self._requests["replay"] += 1
+            return Replay(remembered.refund)
+        self._requests["create"] += 1
+        if remembered is not None:
+            return KeyReused(remembered.refund)
         self._in_flight[key] = params
         return Proceed()
 
@@ -127,11 +127,13 @@ class Ledger:
         """Apply the one effect of a proceeding create and remember the key."""
         self._release(key, params)
         now = self._clock()
-        refund = Refund(id=self._new_id(), created_at=now, idempotency_key=key, **dict(params))
+        refund = Refund(
+            id=self._new_id(), created_at=now, idempotency_key=key, **params.model_dump()
+        )
         self._refunds[refund.id] = refund
         self._keys[key] = _KeyRecord(params, refund, now)
         self._effects.append(
-            Effect(refund_id=refund.id, applied_at=now, idempotency_key=key, **dict(params))
+            Effect(refund_id=refund.id, applied_at=now, idempotency_key=key, **params.model_dump())
         )
         return refund
 

@@ -7,6 +7,8 @@ for a run that should behave like a plain provider.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -16,7 +18,9 @@ from signoff_card_provider.faults import FaultConfig, parse_fault_spec
 class Settings(BaseSettings):
     """Where to listen, how long idempotency keys live, and which faults to inject."""
 
-    model_config = SettingsConfigDict(env_prefix="SIGNOFF_CARD_PROVIDER_", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="SIGNOFF_CARD_PROVIDER_", env_ignore_empty=True, frozen=True
+    )
 
     host: str = Field(default="127.0.0.1", description="Interface to bind.")
     port: int = Field(default=8010, ge=0, le=65535, description="TCP port to bind.")
@@ -37,7 +41,9 @@ class Settings(BaseSettings):
     allow_admin: bool = Field(
         default=True, description="Serve /_admin/* routes and honour the X-Fault header."
     )
-    log_level: str = Field(default="info", description="Log level of the service.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="Log level of the service."
+    )
 
     @field_validator("faults")
     @classmethod
