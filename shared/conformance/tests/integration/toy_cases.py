@@ -1,0 +1,119 @@
+"""``case`` fixtures for the toy operations: two organizations, an account in each.
+
+Written the way an adopter writes theirs: fresh rows per test, stale facts that mutate through
+the connection they are given, and effect counters scoped to the case's own account.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from signoff_conformance import ConformanceCase
+from signoff_contracts.ids import new_id
+from signoff_contracts.operations import Actor, AttemptRef, Scope
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from toy_domain import add_account, create_schema
+from toy_vouchers import PROVIDER
+
+
+async def _accounts(engine: AsyncEngine) -> tuple[str, str, str]:
+    """Our organization, our account, and an account of another organization."""
+    await create_schema(engine)
+    org, other_org = new_id("org"), new_id("org")
+    async with engine.begin() as conn:
+        ours = await add_account(conn, org, "Ada's Bakery")
+        theirs = await add_account(conn, other_org, "Rival Bakery")
+    return org, ours, theirs
+
+
+def _update(account_id: str, assignment: str) -> Any:
+    async def mutate(conn: AsyncConnection) -> None:
+        await conn.execute(
+            text(f"UPDATE conformance_toy.accounts SET {assignment} WHERE id = :id"),
+            {"id": account_id},
+        )
+
+    return mutate
+
+
+def _case(
+    engine: AsyncEngine,
+    accounts: tuple[str, str, str],
+    request: dict[str, Any],
+    more_facts: dict[str, Any] | None = None,
+    **hooks: Any,
+) -> ConformanceCase:
+    org, ours, theirs = accounts
+    return ConformanceCase(
+        scope=Scope(organization_id=org, section="billing", resource_id=ours),
+        manager=Actor(user_id=new_id("usr"), organization_id=org, role="manager"),
+        viewer=Actor(user_id=new_id("usr"), organization_id=org, role="viewer"),
+        out_of_scope_requests={
+            "another_organizations_account": {**request, "account_id": theirs},
+            "unknown_account": {**request, "account_id": new_id("acc")},
+        },
+        stale_facts={"account_closed": _update(ours, "status = 'closed'"), **(more_facts or {})},
+        valid_request=request,
+        engine=engine,
+        **hooks,
+    )
+
+
+class GrantCreditCase:
+    @pytest.fixture
+    async def case(self, engine: AsyncEngine) -> ConformanceCase:
+        accounts = await _accounts(engine)
+        ours = accounts[1]
+        request = {"account_id": ours, "occasion": "goodwill", "note": "loyal customer since 2019"}
+
+        async def count_effects() -> int:
+            async with engine.connect() as conn:
+                return int(
+                    await conn.scalar(
+                        text("SELECT count(*) FROM conformance_toy.credits WHERE account_id = :a"),
+                        {"a": ours},
+                    )
+                    or 0
+                )
+
+        return _case(
+            engine,
+            accounts,
+            request,
+            count_effects=count_effects,
+            more_facts={"plan_changed": _update(ours, "plan = 'pro'")},
+        )
+
+
+class VoucherCase:
+    reconcile_within = 1.0
+
+    @pytest.fixture
+    async def case(self, engine: AsyncEngine) -> ConformanceCase:
+        accounts = await _accounts(engine)
+        ours = accounts[1]
+        request = {"account_id": ours}
+
+        async def count_effects() -> int:
+            return PROVIDER.count(ours)
+
+        async def lose_next_response() -> None:
+            PROVIDER.lose_next = True
+
+        async def attempt_exists(conn: AsyncConnection, attempt: AttemptRef) -> bool:
+            found = await conn.scalar(
+                text("SELECT 1 FROM conformance_toy.voucher_attempts WHERE id = :id"),
+                {"id": attempt.attempt_id},
+            )
+            return found is not None
+
+        return _case(
+            engine,
+            accounts,
+            request,
+            count_effects=count_effects,
+            lose_next_response=lose_next_response,
+            attempt_exists=attempt_exists,
+        )
