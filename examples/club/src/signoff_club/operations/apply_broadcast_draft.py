@@ -1,0 +1,270 @@
+"""``email_broadcast.apply_draft``: copy a drafted email into a broadcast's editable form.
+
+Approval never sends anything: the segments' filters, the subject and the body land in the
+form, where the club still reviews and sends the broadcast itself. It is a local operation —
+the form's change commits with the outcome — yet it recounts the audience first: the manager
+approved a draft for *that many* people, and if the segments have grown or shrunk since,
+they need a new proposal (``audience_changed``), not a silently different mailing.
+
+Another draft applied (or the form edited) after this one was prepared: the form's
+``revision`` has moved, and this draft fails closed with ``broadcast_changed`` rather than
+overwrite work the manager never saw. Applying is idempotent by proposal id: the form
+remembers ``applied_proposal_id``, and a repeated execute returns the same result unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from signoff_contracts.operations import (
+    Actor,
+    ExecutionContext,
+    Locale,
+    LocalOperation,
+    PreviewLine,
+    Rejected,
+    RenderedPreview,
+    Resolved,
+    Scope,
+)
+from signoff_contracts.reasons import Reason
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from signoff_club import tables as t
+from signoff_club.read_model import count_audience
+
+SegmentId = Annotated[str, StringConstraints(min_length=1, max_length=72)]
+
+
+class DraftRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    segment_ids: list[SegmentId] = Field(
+        min_length=1,
+        max_length=20,
+        description="The segments (seg_…) whose members receive the broadcast; no repeats.",
+    )
+    subject: str = Field(min_length=1, max_length=200, description="The email's subject line.")
+    body: str = Field(
+        min_length=1, max_length=20_000, description="The email's body, as plain text/markdown."
+    )
+
+    @field_validator("segment_ids")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("segment_ids must not repeat")
+        return value
+
+
+class DraftArguments(BaseModel):
+    """``form_revision`` is the form as it was when the draft was prepared (see docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    broadcast_id: str
+    segment_ids: tuple[str, ...]
+    subject: str
+    body: str
+    audience_count: int = Field(ge=0)
+    form_revision: int = Field(ge=0)
+
+
+class DraftPreview(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    broadcast_name: str
+    segment_names: tuple[str, ...]
+    audience_count: int
+    subject: str
+    body: str
+
+
+class DraftResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    broadcast_id: str
+    audience_count: int
+
+
+_TEXT: dict[Locale, dict[str, str]] = {
+    "en": {
+        "title": "Copy this draft into the broadcast form (nothing is sent)",
+        "form": "Broadcast",
+        "segments": "Segments",
+        "audience": "Recipients",
+        "audience_value": "{count} people",
+        "subject": "Subject",
+        "body": "Message",
+    },
+    "fr": {
+        "title": "Copier ce brouillon dans le formulaire d'envoi (rien n'est envoyé)",
+        "form": "Envoi",
+        "segments": "Segments",
+        "audience": "Destinataires",
+        "audience_value": "{count} personnes",
+        "subject": "Objet",
+        "body": "Message",
+    },
+}
+
+REASONS: dict[str, dict[Locale, str]] = {
+    "broadcast_not_found": {
+        "en": "This broadcast was not found.",
+        "fr": "Cet envoi est introuvable.",
+    },
+    "segment_not_found": {
+        "en": "Segment {segment_id} was not found.",
+        "fr": "Le segment {segment_id} est introuvable.",
+    },
+    "audience_changed": {
+        "en": "The audience is now {current_count} people instead of {previous_count}.",
+        "fr": "L'audience compte maintenant {current_count} personnes au lieu de {previous_count}.",
+    },
+    "broadcast_changed": {
+        "en": "The broadcast form changed after this draft was prepared.",
+        "fr": "Le formulaire d'envoi a changé depuis la préparation de ce brouillon.",
+    },
+}
+
+
+class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPreview, DraftResult]):
+    kind: ClassVar[str] = "email_broadcast.apply_draft"
+    version: ClassVar[int] = 1
+    section: ClassVar[str] = "email"
+    resource: ClassVar[str] = "broadcast"
+    summary: ClassVar[str] = "Copy a drafted email into a broadcast form, without sending it."
+    Request = DraftRequest
+    Arguments = DraftArguments
+    Preview = DraftPreview
+    Result = DraftResult
+    reasons = REASONS
+
+    async def resolve(
+        self, request: DraftRequest, scope: Scope, conn: AsyncConnection
+    ) -> Resolved[DraftArguments, DraftPreview]:
+        form = await _form(conn, scope, lock=False)
+        if form is None:
+            raise Rejected("broadcast_not_found")
+        names = await _segment_names(conn, scope.organization_id, request.segment_ids)
+        if isinstance(names, Reason):
+            raise Rejected(names.code, **names.params)
+        audience = await count_audience(conn, scope.organization_id, request.segment_ids)
+        arguments = DraftArguments(
+            broadcast_id=scope.resource_id,
+            segment_ids=tuple(request.segment_ids),
+            subject=request.subject,
+            body=request.body,
+            audience_count=audience,
+            form_revision=form.revision,
+        )
+        preview = DraftPreview(
+            broadcast_name=form.name,
+            segment_names=names,
+            audience_count=audience,
+            subject=request.subject,
+            body=request.body,
+        )
+        return Resolved(arguments, preview)
+
+    def authorize(self, actor: Actor, scope: Scope) -> bool:
+        return actor.role == "manager" and actor.organization_id == scope.organization_id
+
+    async def revalidate(
+        self, arguments: DraftArguments, scope: Scope, conn: AsyncConnection
+    ) -> Reason | None:
+        """Lock the form, then recount. The count is exact as of this transaction; members
+        joining after it are the sender's to see in the form — nothing is sent here."""
+        form = await _form(conn, scope, lock=True)
+        if form is None or arguments.broadcast_id != scope.resource_id:
+            return Reason(code="broadcast_not_found")
+        if form.revision != arguments.form_revision:
+            return Reason(code="broadcast_changed")
+        names = await _segment_names(conn, scope.organization_id, arguments.segment_ids)
+        if isinstance(names, Reason):
+            return names
+        current = await count_audience(conn, scope.organization_id, arguments.segment_ids)
+        if current != arguments.audience_count:
+            return Reason(
+                code="audience_changed",
+                params={"previous_count": arguments.audience_count, "current_count": current},
+            )
+        return None
+
+    async def execute(
+        self, arguments: DraftArguments, scope: Scope, ctx: ExecutionContext, conn: AsyncConnection
+    ) -> DraftResult:
+        form = await _form(conn, scope, lock=True)
+        if form is None:
+            raise LookupError(f"broadcast {scope.resource_id} vanished after revalidation")
+        if form.applied_proposal_id == ctx.proposal_id:
+            return DraftResult(broadcast_id=form.id, audience_count=form.audience_count)
+        b = t.broadcast_forms
+        await conn.execute(
+            update(b)
+            .where(b.c.id == form.id)
+            .values(
+                subject=arguments.subject,
+                body=arguments.body,
+                segment_ids=list(arguments.segment_ids),
+                filters=await _filters(conn, scope.organization_id, arguments.segment_ids),
+                audience_count=arguments.audience_count,
+                applied_proposal_id=ctx.proposal_id,
+                revision=b.c.revision + 1,
+                updated_at=func.now(),
+            )
+        )
+        return DraftResult(broadcast_id=form.id, audience_count=arguments.audience_count)
+
+    def render_preview(self, preview: DraftPreview, locale: Locale) -> RenderedPreview:
+        text = _TEXT[locale]
+        values = {
+            "form": preview.broadcast_name,
+            "segments": ", ".join(preview.segment_names),
+            "audience": text["audience_value"].format(count=preview.audience_count),
+            "subject": preview.subject,
+            "body": preview.body,
+        }
+        lines = [PreviewLine(label=text[key], value=value) for key, value in values.items()]
+        return RenderedPreview(title=text["title"], lines=lines)
+
+
+async def _form(conn: AsyncConnection, scope: Scope, *, lock: bool) -> Any:
+    b = t.broadcast_forms
+    query = select(b).where(
+        b.c.id == scope.resource_id, b.c.organization_id == scope.organization_id
+    )
+    return (await conn.execute(query.with_for_update() if lock else query)).first()
+
+
+async def _segment_names(
+    conn: AsyncConnection, organization_id: str, segment_ids: Sequence[str]
+) -> tuple[str, ...] | Reason:
+    """The segments' names in the order given, or the first id not in the organization."""
+    s = t.segments
+    rows = await conn.execute(
+        select(s.c.id, s.c.name).where(
+            s.c.organization_id == organization_id, s.c.id.in_(list(segment_ids))
+        )
+    )
+    names = {r.id: r.name for r in rows}
+    missing = [sid for sid in segment_ids if sid not in names]
+    if missing:
+        return Reason(code="segment_not_found", params={"segment_id": missing[0]})
+    return tuple(names[sid] for sid in segment_ids)
+
+
+async def _filters(
+    conn: AsyncConnection, organization_id: str, segment_ids: Sequence[str]
+) -> list[dict[str, Any]]:
+    s = t.segments
+    rows = await conn.execute(
+        select(s.c.id, s.c.name, s.c.filter).where(
+            s.c.organization_id == organization_id, s.c.id.in_(list(segment_ids))
+        )
+    )
+    by_id = {r.id: {"segment_id": r.id, "name": r.name, "filter": r.filter} for r in rows}
+    return [by_id[sid] for sid in segment_ids]

@@ -1,0 +1,507 @@
+"""``order.refund_missing_discount``: give back a discount a line item should have had.
+
+The model names a payment, a line item, a discount and where the money should go; nothing
+more. ``resolve`` proves the discount was owed to that line and never applied, computes the
+amount itself and resolves a concrete destination, so a manager approves one exact refund.
+
+Amount and rounding: a percentage discount is its basis points of the line's gross amount
+(quantity x unit price), rounded half up to the cent (12.5 cents → 13 cents); a fixed discount
+is its value in cents; either is capped at what the line still costs, then at what the payment
+has left to refund and the order still totals (``signoff_club.domain``).
+
+Destinations: ``account_credit`` is always possible (a credit on the participant's account).
+"The original payment method" means a card refund through the provider for a card payment, an
+e-transfer return (recorded here for the treasurer to send; no provider) for an e-transfer,
+and is refused for cash (``destination_unsupported``): a cash refund must be account credit.
+Every destination counts against the payment's refundable amount.
+
+Effects follow the attempt protocol for every destination, so each refund has one attempt row
+whose ``proposal_id`` is unique: ``begin_attempt`` (in the executor's revalidation transaction)
+records the attempt, marks the discount applied and reserves the amount on the payment, so a
+concurrent refund fails revalidation; ``perform`` calls the card provider once with the key
+``signoff-refund-<proposal_id>`` — and nothing for local destinations; ``record`` writes the
+refund, the payment, the line and the order total (and the credit) in the transaction that
+stores the outcome, which is what keeps a local refund atomic with its outcome. A refused or
+never-applied attempt releases its reservation and asks for a revision.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import Any, ClassVar
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+from signoff_card_provider.client import (
+    CardProviderClient,
+    CardProviderError,
+    KeyInFlight,
+    ProviderRejected,
+    ProviderUnavailable,
+    ProviderUncertain,
+)
+from signoff_contracts.operations import (
+    Actor,
+    AttemptRef,
+    EffectUncertain,
+    ExecutionContext,
+    ExternalOperation,
+    Locale,
+    PreviewLine,
+    Rejected,
+    RenderedPreview,
+    Resolved,
+    Scope,
+)
+from signoff_contracts.outcomes import OperationOutcome, RevisionRequired, Succeeded
+from signoff_contracts.reasons import Reason
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from signoff_club import refunds
+from signoff_club.domain import (
+    Destination,
+    PaymentMethod,
+    RequestedDestination,
+    concrete_destination,
+    destination_fits,
+    format_money,
+)
+from signoff_club.refunds import Answer, AppliedLocally, Declined, NotApplied, Refunded
+from signoff_club.settings import ClubSettings
+
+log = structlog.get_logger(__name__)
+
+
+class RefundRequest(BaseModel):
+    """What the model chooses, from the order investigation it was shown."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    payment_id: str = Field(
+        min_length=1, max_length=72, description="The order's payment to refund against (pay_…)."
+    )
+    line_item_id: str = Field(
+        min_length=1, max_length=72, description="The line item the discount was missing on."
+    )
+    discount_id: str = Field(
+        min_length=1, max_length=72, description="The discount that should have applied (dsc_…)."
+    )
+    destination: RequestedDestination = Field(
+        description="`original_payment_method` (back to the card or e-transfer that paid) or "
+        "`account_credit` (a credit on the participant's account)."
+    )
+
+
+class RefundArguments(BaseModel):
+    """Exactly what runs. ``payment_ref`` is the card charge for ``card_refund`` (else None):
+    ``perform`` has no database, so the charge it refunds travels with the contract."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    order_id: str
+    payment_id: str
+    line_item_id: str
+    discount_id: str
+    amount_cents: int = Field(gt=0)
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    destination: Destination
+    payment_ref: str | None = None
+
+
+class RefundPreview(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    participant_name: str
+    product_name: str
+    discount_name: str
+    payment_method: PaymentMethod
+    amount_cents: int
+    currency: str
+    current_order_total_cents: int
+    resulting_order_total_cents: int
+    destination: Destination
+    product_configuration_unchanged: bool = True
+
+
+class RefundResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    refund_id: str
+    amount_cents: int
+    currency: str
+    destination: Destination
+    resulting_order_total_cents: int
+
+
+_TEXT: dict[Locale, dict[str, Any]] = {
+    "en": {
+        "title": "Refund a missing discount",
+        "labels": {
+            "participant": "Participant",
+            "product": "Product",
+            "discount": "Missing discount",
+            "payment_method": "Paid by",
+            "amount": "Refund",
+            "destination": "Refund to",
+            "current_total": "Order total now",
+            "resulting_total": "Order total after the refund",
+            "configuration": "Product configuration",
+        },
+        "methods": {"card": "Card", "cash": "Cash", "e_transfer": "Interac e-Transfer"},
+        "destinations": {
+            "card_refund": "The card that paid",
+            "account_credit": "Credit on the participant's account",
+            "e_transfer_return": "E-transfer back to the payer (sent by the treasurer)",
+        },
+        "unchanged": {True: "Unchanged", False: "Changed"},
+    },
+    "fr": {
+        "title": "Rembourser une remise oubliée",
+        "labels": {
+            "participant": "Participant",
+            "product": "Produit",
+            "discount": "Remise oubliée",
+            "payment_method": "Payé par",
+            "amount": "Remboursement",
+            "destination": "Rembourser vers",
+            "current_total": "Total actuel de la commande",
+            "resulting_total": "Total de la commande après remboursement",
+            "configuration": "Configuration du produit",
+        },
+        "methods": {"card": "Carte", "cash": "Comptant", "e_transfer": "Virement Interac"},
+        "destinations": {
+            "card_refund": "La carte qui a payé",
+            "account_credit": "Crédit au compte du participant",
+            "e_transfer_return": "Virement au payeur (envoyé par la trésorerie)",
+        },
+        "unchanged": {True: "Inchangée", False: "Modifiée"},
+    },
+}
+
+REASONS: dict[str, dict[Locale, str]] = {
+    "order_not_found": {
+        "en": "This order was not found.",
+        "fr": "Cette commande est introuvable.",
+    },
+    "payment_not_found": {
+        "en": "This payment is not part of the order.",
+        "fr": "Ce paiement ne fait pas partie de la commande.",
+    },
+    "line_item_not_found": {
+        "en": "This line item is not part of the order.",
+        "fr": "Cet article ne fait pas partie de la commande.",
+    },
+    "discount_not_found": {
+        "en": "This discount was not found.",
+        "fr": "Cette remise est introuvable.",
+    },
+    "discount_not_applicable": {
+        "en": "Nothing shows this discount should have applied to this line item.",
+        "fr": "Rien n'indique que cette remise devait s'appliquer à cet article.",
+    },
+    "discount_already_applied": {
+        "en": "This discount has already been applied to the line item.",
+        "fr": "Cette remise a déjà été appliquée à l'article.",
+    },
+    "nothing_to_refund": {
+        "en": "There is nothing left to refund for this discount.",
+        "fr": "Il ne reste rien à rembourser pour cette remise.",
+    },
+    "insufficient_refundable": {
+        "en": "The payment has {refundable_cents} cents left to refund; "
+        "the refund needs {amount_cents}.",
+        "fr": "Le paiement n'a plus que {refundable_cents} cents remboursables; "
+        "le remboursement en demande {amount_cents}.",
+    },
+    "refund_in_progress": {
+        "en": "Another refund of this payment is still in progress.",
+        "fr": "Un autre remboursement de ce paiement est encore en cours.",
+    },
+    "destination_unsupported": {
+        "en": "A {payment_method} payment cannot be refunded to {destination}; use account credit.",
+        "fr": "Un paiement {payment_method} ne peut pas être remboursé vers {destination}; "
+        "utilisez un crédit au compte.",
+    },
+    "amount_changed": {
+        "en": "The refund would now be {current_cents} cents instead of {previous_cents}.",
+        "fr": "Le remboursement serait maintenant de {current_cents} cents au lieu de "
+        "{previous_cents}.",
+    },
+    "refund_declined": {
+        "en": "The card provider declined the refund ({provider_code}).",
+        "fr": "Le fournisseur de paiement a refusé le remboursement ({provider_code}).",
+    },
+    "provider_unavailable": {
+        "en": "The card provider was unavailable; no refund was made.",
+        "fr": "Le fournisseur de paiement était indisponible; aucun remboursement n'a été fait.",
+    },
+    "refund_not_applied": {
+        "en": "The card provider never received the refund; nothing was refunded.",
+        "fr": "Le fournisseur de paiement n'a jamais reçu le remboursement; "
+        "rien n'a été remboursé.",
+    },
+}
+
+
+class RefundMissingDiscount(
+    ExternalOperation[
+        RefundRequest, RefundArguments, RefundPreview, RefundResult, CardProviderClient
+    ]
+):
+    kind: ClassVar[str] = "order.refund_missing_discount"
+    version: ClassVar[int] = 1
+    section: ClassVar[str] = "orders"
+    resource: ClassVar[str] = "order"
+    summary: ClassVar[str] = "Refund a discount that should have applied to a line item."
+    Request = RefundRequest
+    Arguments = RefundArguments
+    Preview = RefundPreview
+    Result = RefundResult
+    reasons = REASONS
+
+    def __init__(self, settings: ClubSettings | None = None) -> None:
+        self.settings = settings or ClubSettings()
+
+    async def resolve(
+        self, request: RefundRequest, scope: Scope, conn: AsyncConnection
+    ) -> Resolved[RefundArguments, RefundPreview]:
+        facts = await refunds.load_facts(
+            conn,
+            scope.organization_id,
+            scope.resource_id,
+            request.payment_id,
+            request.line_item_id,
+            request.discount_id,
+            lock=False,
+        )
+        facts.require_discount_owed()
+        if facts.attempt_in_progress:
+            raise Rejected("refund_in_progress")
+        amount, refundable = facts.amount_cents(), facts.refundable_cents()
+        if amount == 0 or refundable == 0:
+            raise Rejected("nothing_to_refund")
+        if amount > refundable:
+            raise Rejected(
+                "insufficient_refundable", amount_cents=amount, refundable_cents=refundable
+            )
+        destination = concrete_destination(facts.method, request.destination)
+        if destination is None:
+            raise Rejected(
+                "destination_unsupported",
+                payment_method=facts.method,
+                destination=request.destination,
+            )
+        arguments = RefundArguments(
+            order_id=scope.resource_id,
+            payment_id=request.payment_id,
+            line_item_id=request.line_item_id,
+            discount_id=request.discount_id,
+            amount_cents=amount,
+            currency=facts.currency,
+            destination=destination,
+            payment_ref=facts.payment_ref if destination == "card_refund" else None,
+        )
+        preview = RefundPreview(
+            participant_name=facts.participant_name,
+            product_name=facts.product_name,
+            discount_name=facts.discount_name,
+            payment_method=facts.method,
+            amount_cents=amount,
+            currency=facts.currency,
+            current_order_total_cents=facts.order_total,
+            resulting_order_total_cents=facts.order_total - amount,
+            destination=destination,
+        )
+        return Resolved(arguments, preview)
+
+    def authorize(self, actor: Actor, scope: Scope) -> bool:
+        return actor.role == "manager" and actor.organization_id == scope.organization_id
+
+    async def revalidate(
+        self, arguments: RefundArguments, scope: Scope, conn: AsyncConnection
+    ) -> Reason | None:
+        """Lock the order, then the payment (always in that order), and re-prove the preview."""
+        if arguments.order_id != scope.resource_id:
+            return Reason(code="order_not_found")
+        try:
+            facts = await refunds.load_facts(
+                conn,
+                scope.organization_id,
+                arguments.order_id,
+                arguments.payment_id,
+                arguments.line_item_id,
+                arguments.discount_id,
+                lock=True,
+            )
+            facts.require_discount_owed()
+        except Rejected as rejected:
+            return rejected.reason
+        amount = facts.amount_cents()
+        if amount != arguments.amount_cents or facts.currency != arguments.currency:
+            return Reason(
+                code="amount_changed",
+                params={"previous_cents": arguments.amount_cents, "current_cents": amount},
+            )
+        refundable = facts.refundable_cents()
+        if refundable < amount:
+            return Reason(
+                code="insufficient_refundable",
+                params={"amount_cents": amount, "refundable_cents": refundable},
+            )
+        if facts.attempt_in_progress:
+            return Reason(code="refund_in_progress")
+        if not destination_fits(facts.method, arguments.destination) or (
+            arguments.destination == "card_refund" and facts.payment_ref != arguments.payment_ref
+        ):
+            return Reason(
+                code="destination_unsupported",
+                params={"payment_method": facts.method, "destination": arguments.destination},
+            )
+        return None
+
+    def open_provider(self) -> AbstractAsyncContextManager[CardProviderClient]:
+        return CardProviderClient(
+            self.settings.provider_url, timeout_s=self.settings.provider_timeout_s
+        )
+
+    async def begin_attempt(
+        self, arguments: RefundArguments, scope: Scope, ctx: ExecutionContext, conn: AsyncConnection
+    ) -> AttemptRef:
+        return await refunds.begin(
+            conn,
+            arguments,
+            scope.organization_id,
+            ctx.proposal_id,
+            lease_s=self.settings.attempt_lease_s,
+            client_timeout_s=self.settings.provider_timeout_s,
+        )
+
+    async def perform(
+        self, attempt: AttemptRef, arguments: RefundArguments, provider: CardProviderClient
+    ) -> Refunded | AppliedLocally | Declined | NotApplied:
+        """One provider call for a card refund; none at all for a local destination."""
+        if arguments.destination != "card_refund":
+            return AppliedLocally()
+        assert arguments.payment_ref is not None
+        try:
+            refund = await provider.refund(
+                attempt.idempotency_key,
+                arguments.payment_ref,
+                arguments.amount_cents,
+                arguments.currency.lower(),
+            )
+        except (ProviderUncertain, KeyInFlight) as exc:
+            log.warning("refund.uncertain", attempt_id=attempt.attempt_id, error=str(exc))
+            raise EffectUncertain(str(exc)) from exc
+        except ProviderUnavailable as exc:
+            if not exc.definitely_not_applied:
+                raise EffectUncertain(str(exc)) from exc
+            return NotApplied(code="provider_unavailable")
+        except ProviderRejected as exc:
+            return Declined(code=exc.code)
+        return Refunded(provider_refund_id=refund.id, amount_cents=refund.amount_cents)
+
+    async def record(
+        self, attempt: AttemptRef, answer: Any, conn: AsyncConnection
+    ) -> OperationOutcome:
+        return await _conclude(conn, attempt.attempt_id, answer)
+
+    async def mark_unknown(self, attempt: AttemptRef, conn: AsyncConnection) -> None:
+        await refunds.mark_unknown(conn, attempt.attempt_id)
+
+    async def reconcile(
+        self, attempt_id: str, conn: AsyncConnection, provider: CardProviderClient
+    ) -> OperationOutcome | None:
+        """Ask by key, never re-post. "Not applied" needs the deadline (lease plus client
+        timeout) to have passed *before* the lookup: a request still in flight then cannot
+        land after we looked."""
+        attempt = await refunds.get_attempt(conn, attempt_id)
+        if attempt.outcome is not None:
+            return attempt.outcome
+        answer: Refunded | None = None
+        if attempt.destination == "card_refund":
+            try:
+                found = await provider.find_by_key(attempt.idempotency_key)
+            except CardProviderError as exc:
+                log.info("refund.reconcile_deferred", attempt_id=attempt_id, error=str(exc))
+                return None
+            if found is not None:
+                answer = Refunded(provider_refund_id=found.id, amount_cents=found.amount_cents)
+        if answer is not None:
+            return await _conclude(conn, attempt_id, answer)
+        if not attempt.past_deadline:
+            return None
+        return await _conclude(conn, attempt_id, NotApplied(code="refund_not_applied"))
+
+    def render_preview(self, preview: RefundPreview, locale: Locale) -> RenderedPreview:
+        text = _TEXT[locale]
+
+        def money(cents: int) -> str:
+            return format_money(cents, preview.currency, locale)
+
+        values = {
+            "participant": preview.participant_name,
+            "product": preview.product_name,
+            "discount": preview.discount_name,
+            "payment_method": text["methods"][preview.payment_method],
+            "amount": money(preview.amount_cents),
+            "destination": text["destinations"][preview.destination],
+            "current_total": money(preview.current_order_total_cents),
+            "resulting_total": money(preview.resulting_order_total_cents),
+            "configuration": text["unchanged"][preview.product_configuration_unchanged],
+        }
+        lines = [
+            PreviewLine(label=text["labels"][key], value=value) for key, value in values.items()
+        ]
+        return RenderedPreview(title=text["title"], lines=lines)
+
+
+async def _conclude(conn: AsyncConnection, attempt_id: str, answer: Answer) -> OperationOutcome:
+    """Store the answer and its outcome once; a later call returns the stored outcome."""
+    attempt = await refunds.get_attempt(conn, attempt_id, lock=True)
+    if attempt.outcome is not None:
+        if isinstance(answer, Refunded) and attempt.status != "succeeded":
+            # only a provider call made after the lease ran out can get here: money moved
+            # that the club recorded as not refunded — an operator must look
+            log.error(
+                "refund.answer_after_conclusion",
+                attempt_id=attempt_id,
+                status=attempt.status,
+                provider_refund_id=answer.provider_refund_id,
+            )
+        return attempt.outcome
+    outcome: OperationOutcome
+    if isinstance(answer, Refunded | AppliedLocally):
+        provider_refund_id = answer.provider_refund_id if isinstance(answer, Refunded) else None
+        refund_id, total = await refunds.apply(conn, attempt, provider_refund_id)
+        result = RefundResult(
+            refund_id=refund_id,
+            amount_cents=attempt.amount_cents,
+            currency=attempt.currency,
+            destination=attempt.destination,
+            resulting_order_total_cents=total,
+        )
+        status, outcome = "succeeded", Succeeded(result=result.model_dump(mode="json"))
+    elif isinstance(answer, Declined):
+        await refunds.release(conn, attempt)
+        reason = Reason(code="refund_declined", params={"provider_code": answer.code})
+        status, outcome = "failed", RevisionRequired(reason=reason)
+    else:
+        await refunds.release(conn, attempt)
+        status, outcome = "not_applied", RevisionRequired(reason=Reason(code=answer.code))
+    await refunds.conclude(conn, attempt_id, status, _response(answer), outcome)
+    return outcome
+
+
+def _response(answer: Answer) -> dict[str, Any]:
+    """The provider's answer as stored facts (never a raw provider payload)."""
+    kind = type(answer).__name__
+    if isinstance(answer, Refunded):
+        return {
+            "answer": kind,
+            "provider_refund_id": answer.provider_refund_id,
+            "amount_cents": answer.amount_cents,
+        }
+    if isinstance(answer, Declined | NotApplied):
+        return {"answer": kind, "code": answer.code}
+    return {"answer": kind}
