@@ -1,0 +1,87 @@
+"""The executor process: a FastAPI app with ``/healthz`` and ``/metrics`` whose lifespan runs the
+contract consumer and the outbox relay.
+
+Stopping (SIGTERM → uvicorn shutdown → lifespan exit → ``Runtime.running`` exit) stops consuming,
+gives in-flight contracts ``SIGNOFF_EXECUTOR__GRACEFUL_TIMEOUT_S`` to commit and ack, then stops the
+relay and closes the providers. A contract cut off anyway stays unacknowledged and is redelivered;
+its ``executions`` row says what happened to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import structlog
+import uvicorn
+from fastapi import FastAPI
+from signoff_contracts.operations import check_operation
+from signoff_runtime.http import install_standard_routes
+from signoff_runtime.outbox import OutboxRelay
+from signoff_runtime.registry import Operations, load_operations
+from signoff_runtime.service import Runtime
+
+from signoff_executor import handlers, tables
+from signoff_executor.execution import Executor
+from signoff_executor.providers import Providers
+from signoff_executor.settings import ExecutorSettings
+
+log = structlog.get_logger(__name__)
+
+
+def create_app(settings: ExecutorSettings, operations: Operations | None = None) -> FastAPI:
+    """Wire the executor; ``operations`` defaults to the ``signoff.operations`` entry points."""
+    ops = operations if operations is not None else load_operations()
+    for op in ops:
+        check_operation(type(op))
+    runtime = Runtime.build(
+        "executor", settings, graceful_timeout_s=settings.executor.graceful_timeout_s
+    )
+    providers = Providers()
+    executor = Executor(
+        engine=runtime.engine,
+        topology=runtime.topology,
+        operations=ops,
+        signing_key=settings.contracts.signing_key,
+        providers=providers,
+        perform_timeout_s=settings.executor.perform_timeout_s,
+    )
+    handlers.register(runtime, executor, prefetch=settings.executor.prefetch)
+    relay = OutboxRelay(
+        runtime.engine,
+        tables.outbox,
+        settings.amqp.url,
+        runtime.topology,
+        publish_timeout_s=settings.amqp.publish_timeout_s,
+    )
+    runtime.loops.append(relay.run)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            await providers.open(stack, ops)
+            async with runtime.running():
+                log.info("executor.ready", operations=[f"{k} v{v}" for k, v in ops.versions()])
+                yield
+
+    app = FastAPI(
+        title="signoff executor", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
+    install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok})
+    app.state.runtime = runtime
+    app.state.executor = executor
+    return app
+
+
+def serve(operations: Operations | None = None) -> None:
+    """Run the executor until SIGTERM/SIGINT (entry point ``signoff.services: executor``)."""
+    settings = ExecutorSettings()
+    app = create_app(settings, operations)
+    uvicorn.run(
+        app,
+        host=settings.executor.host,
+        port=settings.executor.port,
+        lifespan="on",
+        log_config=None,
+        timeout_graceful_shutdown=5,
+    )

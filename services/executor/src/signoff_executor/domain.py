@@ -1,0 +1,87 @@
+"""What the executor decides, without I/O: the steps a contract's first transaction can end in,
+and the facts and outcomes built from a contract.
+
+The first transaction either concludes the contract (``Concluded``: outcome stored), finds it
+concluded already (``Duplicate``), or — for an external operation — commits an attempt that must
+now be performed (``Attempting``). Each step knows what its commit must have left in
+``executor.executions``, which is how an in-doubt commit is resolved (``unit_of_work``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from signoff_contracts.operations import AttemptRef, ExecutionContext, Scope
+from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, RevisionRequired
+from signoff_contracts.reasons import APPROVAL_STALE, Reason
+from signoff_contracts.v1 import ExecutionContract
+
+from signoff_executor.repository import Execution
+
+
+@dataclass(frozen=True, slots=True)
+class Concluded:
+    """The outcome is stored and in the outbox (this transaction did it)."""
+
+    outcome: OperationOutcome
+
+    def landed(self, row: Execution | None) -> bool:
+        return row is not None and row.status == "done"
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """Someone concluded this contract before; nothing was executed now."""
+
+    status: str
+
+    def landed(self, row: Execution | None) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Attempting:
+    """The attempt is committed; the provider may now be called, once."""
+
+    attempt: AttemptRef
+    arguments: Any
+
+    def landed(self, row: Execution | None) -> bool:
+        return row is not None and row.status == "attempting" and row.attempt == self.attempt
+
+
+Step = Concluded | Duplicate | Attempting
+
+
+def scope_of(contract: ExecutionContract) -> Scope:
+    return Scope(
+        organization_id=contract.organization_id,
+        section=contract.section,
+        resource_id=contract.resource_id,
+    )
+
+
+def context_of(contract: ExecutionContract) -> ExecutionContext:
+    return ExecutionContext(
+        proposal_id=contract.proposal_id,
+        contract_id=contract.contract_id,
+        approved_by=contract.approved_by,
+        approved_at=contract.approved_at,
+    )
+
+
+def stale(contract: ExecutionContract) -> RevisionRequired:
+    return RevisionRequired(
+        reason=Reason(code=APPROVAL_STALE, params={"execute_by": contract.execute_by.isoformat()})
+    )
+
+
+def needs_reconciliation(proposal_id: str) -> NeedsReconciliation:
+    return NeedsReconciliation(status_path=f"/v1/proposals/{proposal_id}/reconciliation")
+
+
+def validation_summary(exc: ValidationError) -> list[str]:
+    """Where and how arguments failed to parse — never the values (they may be personal)."""
+    return [f"{'.'.join(str(p) for p in err['loc'])}: {err['type']}" for err in exc.errors()[:10]]

@@ -1,0 +1,1 @@
+"""Alembic environment of schema ``executor`` (found by entry point ``signoff.migrations``)."""

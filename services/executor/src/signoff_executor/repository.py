@@ -1,0 +1,154 @@
+"""Reading and writing ``executor.executions``: the dedup row each contract's effect commits with.
+
+Every function takes the caller's connection: the row is only meaningful inside the transaction
+that also holds the domain change (local operations) or the attempt record (external ones).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from signoff_contracts.operations import AttemptRef
+from signoff_contracts.outcomes import OperationOutcome, outcome_adapter
+from signoff_contracts.v1 import ExecutionContract
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+Status = Literal["started", "attempting", "done"]
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    contract_id: str
+    proposal_id: str
+    status: Status
+    attempt: AttemptRef | None
+    outcome: OperationOutcome | None
+    outcome_message_id: str | None
+    reconciliation_message_id: str | None
+
+
+_COLUMNS = (
+    "contract_id, proposal_id, status, attempt_id, idempotency_key, outcome, "
+    "outcome_message_id, reconciliation_message_id"
+)
+
+
+def _execution(row: Any) -> Execution:
+    attempt = (
+        AttemptRef(attempt_id=row.attempt_id, idempotency_key=row.idempotency_key)
+        if row.attempt_id is not None
+        else None
+    )
+    outcome = outcome_adapter.validate_python(row.outcome) if row.outcome is not None else None
+    return Execution(
+        contract_id=row.contract_id,
+        proposal_id=row.proposal_id,
+        status=row.status,
+        attempt=attempt,
+        outcome=outcome,
+        outcome_message_id=row.outcome_message_id,
+        reconciliation_message_id=row.reconciliation_message_id,
+    )
+
+
+async def claim(conn: AsyncConnection, contract: ExecutionContract) -> Execution:
+    """The contract's row, locked for this transaction; inserted as ``started`` if new.
+
+    The insert blocks while another transaction holds an uncommitted insert of the same key, and
+    ``FOR UPDATE`` while another holds the row: two executors racing on one contract take turns,
+    and the second sees what the first committed.
+    """
+    await conn.execute(
+        text(
+            "INSERT INTO executor.executions (contract_id, proposal_id, organization_id, "
+            "operation_kind, contract_version, contract_message_id, status) "
+            "VALUES (:cid, :pid, :org, :kind, :ver, :mid, 'started') "
+            "ON CONFLICT (contract_id) DO NOTHING"
+        ),
+        {
+            "cid": contract.contract_id,
+            "pid": contract.proposal_id,
+            "org": contract.organization_id,
+            "kind": contract.operation_kind,
+            "ver": contract.contract_version,
+            "mid": contract.message_id,
+        },
+    )
+    row = (
+        await conn.execute(
+            text(
+                f"SELECT {_COLUMNS} FROM executor.executions "  # noqa: S608 - constant columns
+                "WHERE contract_id = :cid FOR UPDATE"
+            ),
+            {"cid": contract.contract_id},
+        )
+    ).one()
+    return _execution(row)
+
+
+async def lock(conn: AsyncConnection, contract_id: str) -> Execution | None:
+    row = (
+        await conn.execute(
+            text(
+                f"SELECT {_COLUMNS} FROM executor.executions "  # noqa: S608 - constant columns
+                "WHERE contract_id = :cid FOR UPDATE"
+            ),
+            {"cid": contract_id},
+        )
+    ).first()
+    return _execution(row) if row is not None else None
+
+
+async def read(conn: AsyncConnection, contract_id: str) -> Execution | None:
+    row = (
+        await conn.execute(
+            text(
+                f"SELECT {_COLUMNS} FROM executor.executions "  # noqa: S608 - constant columns
+                "WHERE contract_id = :cid"
+            ),
+            {"cid": contract_id},
+        )
+    ).first()
+    return _execution(row) if row is not None else None
+
+
+async def is_late(conn: AsyncConnection, execute_by: datetime) -> bool:
+    """Whether the database clock has passed ``execute_by`` (never a process clock)."""
+    late = (await conn.execute(text("SELECT now() > :by"), {"by": execute_by})).scalar_one()
+    return bool(late)
+
+
+async def mark_attempting(conn: AsyncConnection, contract_id: str, attempt: AttemptRef) -> None:
+    await conn.execute(
+        text(
+            "UPDATE executor.executions SET status = 'attempting', attempt_id = :aid, "
+            "idempotency_key = :key, updated_at = now() WHERE contract_id = :cid"
+        ),
+        {"cid": contract_id, "aid": attempt.attempt_id, "key": attempt.idempotency_key},
+    )
+
+
+async def mark_done(
+    conn: AsyncConnection,
+    contract_id: str,
+    outcome: OperationOutcome,
+    outcome_message_id: str,
+    reconciliation_message_id: str | None = None,
+) -> None:
+    await conn.execute(
+        text(
+            "UPDATE executor.executions SET status = 'done', outcome = CAST(:outcome AS jsonb), "
+            "outcome_message_id = :omid, reconciliation_message_id = :rmid, updated_at = now() "
+            "WHERE contract_id = :cid"
+        ),
+        {
+            "cid": contract_id,
+            "outcome": json.dumps(outcome.model_dump(mode="json")),
+            "omid": outcome_message_id,
+            "rmid": reconciliation_message_id,
+        },
+    )

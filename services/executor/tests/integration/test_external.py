@@ -1,0 +1,159 @@
+"""An external operation through the attempt protocol: one provider call, never a second one."""
+
+from __future__ import annotations
+
+import pytest
+from signoff_contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded
+from signoff_contracts.v1 import OutcomeReported, ReconciliationRequired
+from signoff_executor.settings import ExecutorSettings
+from signoff_runtime.registry import Operations
+from signoff_runtime.testing import wait_until
+from signoff_runtime.topology import Topology
+from sqlalchemy.ext.asyncio import AsyncEngine
+from support import contracts, domain, harness
+from support.bus import Bus
+from support.provider import FakeProvider
+
+pytestmark = pytest.mark.integration
+
+
+def key(proposal_id: str) -> str:
+    return f"charge-{proposal_id}"
+
+
+async def test_answered_call_succeeds_once(
+    engine: AsyncEngine,
+    bus: Bus,
+    settings: ExecutorSettings,
+    operations: Operations,
+    provider: FakeProvider,
+) -> None:
+    board = await domain.new_board(engine)
+    contract = contracts.charge(board)
+    async with harness.running(settings, operations):
+        await bus.publish(contract)
+        outcome = await harness.outcome(engine, contract.contract_id)
+
+    assert isinstance(outcome, Succeeded) and outcome.result["charge_ref"].startswith("ch_")
+    assert provider.calls[key(contract.proposal_id)] == 1
+    assert provider.effects[key(contract.proposal_id)] == 1
+    assert await domain.charge_status(engine, contract.proposal_id) == "succeeded"
+    assert provider.opened == provider.closed == 1  # one client for the whole process
+
+
+async def test_refused_call_requires_revision(
+    engine: AsyncEngine,
+    bus: Bus,
+    settings: ExecutorSettings,
+    operations: Operations,
+    provider: FakeProvider,
+) -> None:
+    board = await domain.new_board(engine)
+    contract = contracts.charge(board)
+    provider.script[key(contract.proposal_id)] = "refuse"
+    async with harness.running(settings, operations):
+        await bus.publish(contract)
+        outcome = await harness.outcome(engine, contract.contract_id)
+
+    assert isinstance(outcome, RevisionRequired) and outcome.reason.code == "card_refused"
+    assert provider.effects[key(contract.proposal_id)] == 0
+    assert await domain.charge_status(engine, contract.proposal_id) == "refused"
+
+
+async def test_changed_facts_stop_the_attempt_before_the_provider(
+    engine: AsyncEngine,
+    bus: Bus,
+    settings: ExecutorSettings,
+    operations: Operations,
+    provider: FakeProvider,
+) -> None:
+    board = await domain.new_board(engine)
+    contract = contracts.charge(board)
+    await domain.close_board(engine, board)
+    async with harness.running(settings, operations):
+        await bus.publish(contract)
+        outcome = await harness.outcome(engine, contract.contract_id)
+
+    assert isinstance(outcome, RevisionRequired) and outcome.reason.code == "board_closed"
+    assert provider.calls[key(contract.proposal_id)] == 0
+    assert await domain.charge_status(engine, contract.proposal_id) is None
+
+
+async def test_lost_response_is_reconciled_to_one_effect(
+    engine: AsyncEngine,
+    bus: Bus,
+    settings: ExecutorSettings,
+    operations: Operations,
+    provider: FakeProvider,
+    database_url: str,
+    amqp_url: str,
+    topology: Topology,
+) -> None:
+    board = await domain.new_board(engine)
+    contract = contracts.charge(board)
+    provider.script[key(contract.proposal_id)] = "lose"
+    reconciler = harness.reconciler_settings(database_url, amqp_url, topology)
+    async with (
+        harness.running(settings, operations),
+        harness.running_reconciler(reconciler, operations),
+    ):
+        await bus.publish(contract)
+        outcome = await harness.outcome(engine, contract.contract_id)
+        resolved = await wait_until(
+            lambda: harness.reconciler_outbox(engine, contract.proposal_id),
+            what="the reconciler's outcome",
+        )
+
+    assert outcome == NeedsReconciliation(
+        status_path=f"/v1/proposals/{contract.proposal_id}/reconciliation"
+    )
+    messages = await harness.outbox(engine, contract.proposal_id)
+    [required] = [m for m in messages if isinstance(m, ReconciliationRequired)]
+    [reported] = [m for m in messages if isinstance(m, OutcomeReported)]
+    assert reported.outcome == outcome
+    assert required.attempt_id == (await harness.execution(engine, contract.contract_id)).attempt_id
+
+    [final] = resolved
+    assert final.reported_by == "reconciler" and isinstance(final.outcome, Succeeded)
+    assert final.contract_id == contract.contract_id
+    check = await harness.check(engine, contract.proposal_id)
+    assert check.status == "resolved" and check.attempt_id == required.attempt_id
+    assert provider.calls[key(contract.proposal_id)] == 1  # asked, never called again
+    assert provider.effects[key(contract.proposal_id)] == 1
+    assert await domain.charge_status(engine, contract.proposal_id) == "succeeded"
+
+
+async def test_redelivered_attempting_contract_never_calls_again(
+    engine: AsyncEngine,
+    bus: Bus,
+    settings: ExecutorSettings,
+    operations: Operations,
+    provider: FakeProvider,
+) -> None:
+    """An executor dies while the provider call is under way; the redelivery asks nobody."""
+    board = await domain.new_board(engine)
+    contract = contracts.charge(board)
+    provider.script[key(contract.proposal_id)] = "hang"
+    dying = settings.model_copy(
+        update={"executor": settings.executor.model_copy(update={"graceful_timeout_s": 0.3})}
+    )
+    async with harness.running(dying, operations):
+        await bus.publish(contract)
+        await wait_until(lambda: _calls(provider, contract.proposal_id), what="the first call")
+        row = await harness.execution(engine, contract.contract_id)
+        assert row.status == "attempting"
+    # stopped past its graceful timeout: the delivery was never acked and goes back to the queue
+
+    async with harness.running(settings, operations):
+        outcome = await harness.outcome(engine, contract.contract_id)
+    provider.release()  # the dead executor's call ends without an answer
+
+    assert isinstance(outcome, NeedsReconciliation)
+    assert provider.calls[key(contract.proposal_id)] == 1
+    assert await domain.charge_status(engine, contract.proposal_id) == "unknown"
+    kinds = [type(m).__name__ for m in await harness.outbox(engine, contract.proposal_id)]
+    assert sorted(kinds) == ["OutcomeReported", "ReconciliationRequired"]
+
+
+async def _calls(provider: FakeProvider, proposal_id: str) -> bool:
+    return provider.calls[key(proposal_id)] == 1

@@ -1,0 +1,167 @@
+"""A local operation from contract to outcome, and every way a contract must not run."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from signoff_contracts.outcomes import RevisionRequired, Succeeded, TerminalFailure
+from signoff_contracts.v1 import OutcomeReported
+from signoff_executor.settings import ExecutorSettings
+from signoff_runtime.registry import Operations
+from signoff_runtime.testing import wait_until
+from sqlalchemy.ext.asyncio import AsyncEngine
+from support import contracts, domain, harness
+from support.bus import Bus
+
+pytestmark = pytest.mark.integration
+
+
+async def test_local_contract_succeeds_with_its_effect_and_outcome(
+    engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
+) -> None:
+    board = await domain.new_board(engine)
+    contract = contracts.note(board, "first")
+    async with harness.running(settings, operations):
+        await bus.publish(contract)
+        outcome = await harness.outcome(engine, contract.contract_id)
+        published = await wait_until(
+            lambda: bus.drain(bus.topology.name("proposals.outcomes")), what="published outcome"
+        )
+
+    assert isinstance(outcome, Succeeded)
+    assert await domain.notes_of(engine, contract.contract_id) == 1
+    [message] = await harness.outbox(engine, contract.proposal_id)
+    assert isinstance(message, OutcomeReported)
+    assert message.outcome == outcome and message.reported_by == "executor"
+    assert message.correlation_id == contract.proposal_id
+    [delivered] = published
+    assert delivered.message_id == message.message_id
+    assert OutcomeReported.model_validate_json(delivered.body).outcome == outcome
+
+
+async def test_same_contract_delivered_five_times_executes_once(
+    engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
+) -> None:
+    board = await domain.new_board(engine)
+    contract = contracts.note(board)
+    async with harness.running(settings, operations):
+        await asyncio.gather(*(bus.publish(contract) for _ in range(5)))
+        await harness.outcome(engine, contract.contract_id)
+        await wait_until(lambda: _settled(bus), what="all five deliveries acked")
+
+    assert await domain.notes_of(engine, contract.contract_id) == 1
+    messages = await harness.outbox(engine, contract.proposal_id)
+    assert len(messages) == 1  # duplicates re-send the same message id, never a second outcome
+
+
+async def _settled(bus: Bus) -> bool:
+    ready, _ = await bus.depth("executor.contracts")
+    return ready == 0
+
+
+async def test_bad_signature_is_dead_lettered_and_never_run(
+    engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
+) -> None:
+    board = await domain.new_board(engine)
+    forged = contracts.note(board).model_copy(update={"signature": "0" * 64})
+    unsigned = contracts.note(board).model_copy(update={"signature": ""})
+    tampered = contracts.note(board)
+    tampered = tampered.model_copy(update={"arguments": {**tampered.arguments, "body": "evil"}})
+    async with harness.running(settings, operations):
+        for contract in (forged, unsigned, tampered):
+            await bus.publish(contract)
+        dead = await _dead_letters(bus, 3)
+
+    assert sorted(m.headers["x-signoff-reason"] for m in dead) == ["bad_signature"] * 3
+    for contract in (forged, unsigned, tampered):
+        assert await harness.execution(engine, contract.contract_id) is None
+        assert await domain.notes_of(engine, contract.contract_id) == 0
+        assert await harness.outbox(engine, contract.proposal_id) == []
+
+
+async def test_unknown_kind_or_version_is_dead_lettered(
+    engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
+) -> None:
+    board = await domain.new_board(engine)
+    v2 = contracts.contract(
+        "board.add_note", {"board_id": board, "body": "x"}, resource_id=board, version=2
+    )
+    unknown = contracts.contract("board.paint", {}, resource_id=board)
+    async with harness.running(settings, operations):
+        await bus.publish(v2)
+        await bus.publish(unknown)
+        await bus.publish(b"{not json", message_id="msg_garbage")
+        dead = await _dead_letters(bus, 3)
+
+    reasons = sorted(m.headers["x-signoff-reason"] for m in dead)
+    assert reasons == ["invalid_message", "unsupported_version", "unsupported_version"]
+    for contract in (v2, unknown):
+        assert await harness.execution(engine, contract.contract_id) is None
+        assert await harness.outbox(engine, contract.proposal_id) == []
+
+
+async def test_late_contract_requires_revision_and_runs_nothing(
+    engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
+) -> None:
+    board = await domain.new_board(engine)
+    late = contracts.contract(
+        "board.add_note", {"board_id": board, "body": "x"}, resource_id=board, execute_in_s=-1
+    )
+    async with harness.running(settings, operations):
+        await bus.publish(late)
+        outcome = await harness.outcome(engine, late.contract_id)
+
+    assert isinstance(outcome, RevisionRequired)
+    assert outcome.reason.code == "approval_stale"
+    assert await domain.notes_of(engine, late.contract_id) == 0
+    [message] = await harness.outbox(engine, late.proposal_id)
+    assert message.outcome == outcome
+
+
+async def test_revalidation_failure_requires_revision_and_runs_nothing(
+    engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
+) -> None:
+    board = await domain.new_board(engine)
+    contract = contracts.note(board)
+    await domain.close_board(engine, board)  # the fact behind the preview changed
+    async with harness.running(settings, operations):
+        await bus.publish(contract)
+        outcome = await harness.outcome(engine, contract.contract_id)
+
+    assert isinstance(outcome, RevisionRequired)
+    assert outcome.reason.code == "board_closed"
+    assert await domain.notes_of(engine, contract.contract_id) == 0
+
+
+async def test_corrupt_arguments_fail_terminally_with_a_correlation_id(
+    engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
+) -> None:
+    board = await domain.new_board(engine)
+    corrupt = contracts.contract(
+        "board.add_note", {"board_id": board, "body": 7, "extra": 1}, resource_id=board
+    )
+    exploding = contracts.note(board, explode=True)
+    async with harness.running(settings, operations):
+        await bus.publish(corrupt)
+        await bus.publish(exploding)
+        corrupt_outcome = await harness.outcome(engine, corrupt.contract_id)
+        exploding_outcome = await harness.outcome(engine, exploding.contract_id)
+
+    for outcome in (corrupt_outcome, exploding_outcome):
+        assert isinstance(outcome, TerminalFailure)
+        assert outcome.correlation_id.startswith("cor_")
+        assert "secret" not in outcome.model_dump_json()
+    assert await domain.notes_of(engine, corrupt.contract_id) == 0
+    assert await domain.notes_of(engine, exploding.contract_id) == 0
+
+
+async def _dead_letters(bus: Bus, count: int) -> list:
+    taken: list = []
+
+    async def probe() -> bool:
+        taken.extend(await bus.dead_letters())
+        return len(taken) >= count
+
+    await wait_until(probe, what=f"{count} dead letters")
+    return taken

@@ -1,0 +1,54 @@
+"""Signed execution contracts for the tests, as the proposals service would write them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import SecretStr
+from signoff_contracts.ids import new_id
+from signoff_contracts.v1 import ExecutionContract
+from signoff_runtime.signing import sign
+
+from support.domain import ORG
+
+KEY = SecretStr("test-contract-key-0123456789abcdef")
+
+
+def contract(
+    kind: str,
+    arguments: dict[str, Any],
+    *,
+    resource_id: str,
+    version: int = 1,
+    execute_in_s: float = 300.0,
+    key: SecretStr = KEY,
+) -> ExecutionContract:
+    now = datetime.now(UTC)
+    proposal_id = new_id("prp")
+    unsigned = ExecutionContract(
+        correlation_id=proposal_id,
+        source="proposals",
+        contract_id=new_id("ctr"),
+        proposal_id=proposal_id,
+        organization_id=ORG,
+        section="boards",
+        resource_id=resource_id,
+        operation_kind=kind,
+        contract_version=version,
+        arguments=arguments,
+        approved_by="usr_approver",
+        approved_at=now,
+        execute_by=now + timedelta(seconds=execute_in_s),
+    )
+    return sign(unsigned, key)
+
+
+def note(board_id: str, body: str = "hello", **extra: Any) -> ExecutionContract:
+    return contract(
+        "board.add_note", {"board_id": board_id, "body": body, **extra}, resource_id=board_id
+    )
+
+
+def charge(board_id: str, amount: int = 500) -> ExecutionContract:
+    return contract("board.charge", {"board_id": board_id, "amount": amount}, resource_id=board_id)

@@ -1,0 +1,127 @@
+"""Running the executor (and the reconciler) in-process and reading what they stored."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from signoff_contracts.outcomes import OperationOutcome, outcome_adapter
+from signoff_contracts.v1 import OutcomeReported, ReconciliationRequired
+from signoff_executor.app import create_app
+from signoff_executor.settings import ExecutorGroup, ExecutorSettings
+from signoff_reconciler.app import create_app as create_reconciler
+from signoff_reconciler.settings import ReconcilerGroup, ReconcilerSettings
+from signoff_runtime.registry import Operations
+from signoff_runtime.settings import AmqpSettings, ContractSettings, DatabaseSettings
+from signoff_runtime.testing import wait_until
+from signoff_runtime.topology import Topology
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from support.contracts import KEY
+
+
+def settings(
+    database_url: str, amqp_url: str, topology: Topology, **executor: Any
+) -> ExecutorSettings:
+    return ExecutorSettings(
+        env="test",
+        log_level="WARNING",
+        db=DatabaseSettings(url=database_url, pool_size=8),
+        amqp=AmqpSettings(
+            url=amqp_url, prefix=topology.prefix, delivery_limit=topology.delivery_limit
+        ),
+        contracts=ContractSettings(signing_key=KEY),
+        executor=ExecutorGroup(**{"prefetch": 4, "graceful_timeout_s": 10.0, **executor}),
+    )
+
+
+@asynccontextmanager
+async def running(settings: ExecutorSettings, operations: Operations) -> AsyncIterator[FastAPI]:
+    app = create_app(settings, operations)
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+async def execution(engine: AsyncEngine, contract_id: str) -> Any:
+    async with engine.connect() as conn:
+        return (
+            await conn.execute(
+                text("SELECT * FROM executor.executions WHERE contract_id = :c"), {"c": contract_id}
+            )
+        ).first()
+
+
+async def outcome(engine: AsyncEngine, contract_id: str, within: float = 15.0) -> OperationOutcome:
+    """Wait for the contract's stored outcome (its executions row is ``done``)."""
+
+    async def probe() -> Any:
+        row = await execution(engine, contract_id)
+        return row if row is not None and row.status == "done" else None
+
+    row = await wait_until(probe, timeout=within, what=f"outcome of {contract_id}")
+    return outcome_adapter.validate_python(row.outcome)
+
+
+async def outbox(engine: AsyncEngine, proposal_id: str) -> list[Any]:
+    """Every message the executor's outbox holds about ``proposal_id``, parsed."""
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text(
+                    "SELECT message_type, routing_key, body, sent_at FROM executor.outbox "
+                    "WHERE correlation_id = :p ORDER BY id"
+                ),
+                {"p": proposal_id},
+            )
+        ).all()
+    parsed: list[Any] = []
+    for row in rows:
+        model = (
+            OutcomeReported if row.message_type == "execution.outcome" else ReconciliationRequired
+        )
+        parsed.append(model.model_validate_json(bytes(row.body)))
+    return parsed
+
+
+def reconciler_settings(database_url: str, amqp_url: str, topology: Topology) -> ReconcilerSettings:
+    return ReconcilerSettings(
+        env="test",
+        log_level="WARNING",
+        db=DatabaseSettings(url=database_url, pool_size=4),
+        amqp=AmqpSettings(
+            url=amqp_url, prefix=topology.prefix, delivery_limit=topology.delivery_limit
+        ),
+        reconciler=ReconcilerGroup(poll_s=0.2, base_backoff_s=0.2, max_backoff_s=1.0),
+    )
+
+
+@asynccontextmanager
+async def running_reconciler(
+    settings: ReconcilerSettings, operations: Operations
+) -> AsyncIterator[FastAPI]:
+    app = create_reconciler(settings, operations)
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+async def check(engine: AsyncEngine, proposal_id: str) -> Any:
+    async with engine.connect() as conn:
+        return (
+            await conn.execute(
+                text("SELECT * FROM reconciler.checks WHERE proposal_id = :p"), {"p": proposal_id}
+            )
+        ).first()
+
+
+async def reconciler_outbox(engine: AsyncEngine, proposal_id: str) -> list[OutcomeReported]:
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text("SELECT body FROM reconciler.outbox WHERE correlation_id = :p ORDER BY id"),
+                {"p": proposal_id},
+            )
+        ).all()
+    return [OutcomeReported.model_validate_json(bytes(row.body)) for row in rows]

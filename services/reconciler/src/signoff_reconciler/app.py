@@ -1,0 +1,79 @@
+"""The reconciler process: ``/healthz`` and ``/metrics``, the request consumer, the check loop and
+the outbox relay, all run by ``Runtime.running`` inside the app's lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import uvicorn
+from fastapi import FastAPI
+from signoff_contracts.operations import check_operation
+from signoff_runtime.http import install_standard_routes
+from signoff_runtime.outbox import OutboxRelay
+from signoff_runtime.registry import Operations, load_operations
+from signoff_runtime.service import Runtime
+
+from signoff_reconciler import handlers, tables
+from signoff_reconciler.checks import Checker
+from signoff_reconciler.providers import Providers
+from signoff_reconciler.settings import ReconcilerSettings
+
+
+def create_app(settings: ReconcilerSettings, operations: Operations | None = None) -> FastAPI:
+    """Wire the reconciler; ``operations`` defaults to the ``signoff.operations`` entry points."""
+    ops = operations if operations is not None else load_operations()
+    for op in ops:
+        check_operation(type(op))
+    group = settings.reconciler
+    runtime = Runtime.build("reconciler", settings, graceful_timeout_s=group.graceful_timeout_s)
+    providers = Providers()
+    checker = Checker(
+        engine=runtime.engine,
+        topology=runtime.topology,
+        operations=ops,
+        providers=providers,
+        settings=group,
+    )
+    handlers.register(runtime, ops, checker, prefetch=group.prefetch)
+    relay = OutboxRelay(
+        runtime.engine,
+        tables.outbox,
+        settings.amqp.url,
+        runtime.topology,
+        publish_timeout_s=settings.amqp.publish_timeout_s,
+    )
+    runtime.loops.extend([checker.run, relay.run])
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            await providers.open(stack, ops)
+            async with runtime.running():
+                yield
+
+    app = FastAPI(
+        title="signoff reconciler",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok})
+    app.state.runtime = runtime
+    app.state.checker = checker
+    return app
+
+
+def serve(operations: Operations | None = None) -> None:
+    """Run the reconciler until SIGTERM/SIGINT (entry point ``signoff.services: reconciler``)."""
+    settings = ReconcilerSettings()
+    app = create_app(settings, operations)
+    uvicorn.run(
+        app,
+        host=settings.reconciler.host,
+        port=settings.reconciler.port,
+        lifespan="on",
+        log_config=None,
+        timeout_graceful_shutdown=5,
+    )

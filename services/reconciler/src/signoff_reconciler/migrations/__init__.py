@@ -1,0 +1,1 @@
+"""Alembic environment of schema ``reconciler`` (found by entry point ``signoff.migrations``)."""

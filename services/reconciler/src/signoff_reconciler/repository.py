@@ -1,0 +1,125 @@
+"""Reading and writing ``reconciler.checks``.
+
+Every write after the lease is conditional on ``status = 'open' AND lease_owner = :owner``: a
+reconciler whose commit failed in doubt, or whose lease ran out, cannot overwrite a check someone
+else resolved — the conditional update simply matches nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from signoff_contracts.outcomes import OperationOutcome
+from signoff_contracts.v1 import ReconciliationRequired
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    id: int
+    attempt_id: str
+    proposal_id: str
+    contract_id: str
+    operation_kind: str
+    contract_version: int
+    required_message_id: str
+    checks: int
+
+
+_COLUMNS = (
+    "id, attempt_id, proposal_id, contract_id, operation_kind, contract_version, "
+    "required_message_id, checks"
+)
+
+
+def _check(row: Any) -> Check:
+    return Check(**row._mapping)
+
+
+async def record(conn: AsyncConnection, message: ReconciliationRequired) -> bool:
+    """Open a check for the message's attempt; ``False`` if one exists already."""
+    row = await conn.execute(
+        text(
+            "INSERT INTO reconciler.checks (attempt_id, proposal_id, contract_id, "
+            "organization_id, operation_kind, contract_version, required_message_id) "
+            "VALUES (:aid, :pid, :cid, :org, :kind, :ver, :mid) "
+            "ON CONFLICT (attempt_id) DO NOTHING RETURNING 1"
+        ),
+        {
+            "aid": message.attempt_id,
+            "pid": message.proposal_id,
+            "cid": message.contract_id,
+            "org": message.organization_id,
+            "kind": message.operation_kind,
+            "ver": message.contract_version,
+            "mid": message.message_id,
+        },
+    )
+    return row.first() is not None
+
+
+async def lease_due(conn: AsyncConnection, owner: str, batch: int, lease_s: float) -> list[Check]:
+    """Lease up to ``batch`` due open checks (skipping any another reconciler holds)."""
+    rows = await conn.execute(
+        text(
+            f"UPDATE reconciler.checks SET lease_owner = :owner, "  # noqa: S608 - constant columns
+            "lease_until = now() + make_interval(secs => :lease) "
+            "WHERE id IN (SELECT id FROM reconciler.checks WHERE status = 'open' "
+            "AND next_check_at <= now() AND (lease_until IS NULL OR lease_until < now()) "
+            "ORDER BY next_check_at LIMIT :batch FOR UPDATE SKIP LOCKED) "
+            f"RETURNING {_COLUMNS}"
+        ),
+        {"owner": owner, "lease": lease_s, "batch": batch},
+    )
+    return [_check(row) for row in rows]
+
+
+async def lock_leased(conn: AsyncConnection, check_id: int, owner: str) -> Check | None:
+    row = (
+        await conn.execute(
+            text(
+                f"SELECT {_COLUMNS} FROM reconciler.checks "  # noqa: S608 - constant columns
+                "WHERE id = :id AND status = 'open' AND lease_owner = :owner FOR UPDATE"
+            ),
+            {"id": check_id, "owner": owner},
+        )
+    ).first()
+    return _check(row) if row is not None else None
+
+
+async def resolve(
+    conn: AsyncConnection, check_id: int, owner: str, outcome: OperationOutcome, message_id: str
+) -> None:
+    await conn.execute(
+        text(
+            "UPDATE reconciler.checks SET status = 'resolved', checks = checks + 1, "
+            "last_checked_at = now(), resolved_at = now(), outcome = CAST(:outcome AS jsonb), "
+            "last_result = CAST(:result AS jsonb), outcome_message_id = :mid, "
+            "lease_owner = NULL, lease_until = NULL "
+            "WHERE id = :id AND status = 'open' AND lease_owner = :owner"
+        ),
+        {
+            "id": check_id,
+            "owner": owner,
+            "outcome": json.dumps(outcome.model_dump(mode="json")),
+            "result": json.dumps({"result": "resolved", "outcome": outcome.type}),
+            "mid": message_id,
+        },
+    )
+
+
+async def reschedule(
+    conn: AsyncConnection, check_id: int, owner: str, delay_s: float, result: dict[str, Any]
+) -> None:
+    await conn.execute(
+        text(
+            "UPDATE reconciler.checks SET checks = checks + 1, last_checked_at = now(), "
+            "next_check_at = now() + make_interval(secs => :delay), "
+            "last_result = CAST(:result AS jsonb), lease_owner = NULL, lease_until = NULL "
+            "WHERE id = :id AND status = 'open' AND lease_owner = :owner"
+        ),
+        {"id": check_id, "owner": owner, "delay": delay_s, "result": json.dumps(result)},
+    )
