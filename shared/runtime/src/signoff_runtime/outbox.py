@@ -132,9 +132,9 @@ class OutboxRelay:
         connection = await aio_pika.connect_robust(self._amqp_url)
         listener = await self._listen()
         try:
-            self._channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
             while True:
                 try:
+                    await self._ensure_channel(connection)
                     while await self.drain() == self._batch:
                         pass
                 except (OSError, asyncpg.PostgresError, aio_pika.exceptions.AMQPError) as exc:
@@ -146,6 +146,14 @@ class OutboxRelay:
             with contextlib.suppress(Exception):
                 await listener.close()
             await connection.close()
+
+    async def _ensure_channel(self, connection: aio_pika.abc.AbstractRobustConnection) -> None:
+        """A channel the broker closed (e.g. a row naming a missing exchange) is reopened, so one
+        bad row backs off on its own instead of stopping every publish after it."""
+        if self._channel is None or self._channel.is_closed:
+            self._channel = await connection.channel(
+                publisher_confirms=True, on_return_raises=True
+            )
 
     async def _listen(self) -> asyncpg.Connection:
         conn = await asyncpg.connect(asyncpg_dsn(str(self._engine.url.render_as_string(False))))
