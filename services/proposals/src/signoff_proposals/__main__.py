@@ -1,0 +1,3 @@
+from signoff_proposals.app import serve
+
+serve()

@@ -1,0 +1,99 @@
+"""Wiring: the FastAPI application whose lifespan runs the consumers and the loops.
+
+One process holds the HTTP API, three AMQP consumers (requests, approval commands, outcomes)
+and three loops (the outbox relay, the expiry sweep, the stuck-execution sweep). Every part is
+safe to run in several replicas: claims are conditional UPDATEs, sweeps and the relay take rows
+with ``SKIP LOCKED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import uvicorn
+from fastapi import FastAPI
+from signoff_contracts.operations import Directory
+from signoff_runtime.http import install_standard_routes
+from signoff_runtime.outbox import OutboxRelay
+from signoff_runtime.registry import Operations
+from signoff_runtime.service import Runtime
+
+from signoff_proposals import handlers, routes, sweeps
+from signoff_proposals.context import Context, load_domain
+from signoff_proposals.settings import ProposalsSettings
+from signoff_proposals.tables import outbox
+
+
+def create_app(
+    settings: ProposalsSettings | None = None,
+    operations: Operations | None = None,
+    directory: Directory | None = None,
+) -> FastAPI:
+    """The service; ``operations``/``directory`` replace the entry points' (in-process tests)."""
+    settings = settings or ProposalsSettings()
+    runtime = Runtime.build("proposals", settings)
+    ops, people = load_domain(settings, operations, directory)
+    ctx = Context(
+        settings=settings,
+        engine=runtime.engine,
+        topology=runtime.topology,
+        operations=ops,
+        directory=people,
+    )
+    handlers.register(ctx, runtime.broker)
+    runtime.loops.extend(_loops(ctx, runtime))
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with runtime.running():
+            yield
+
+    app = FastAPI(title="signoff proposals", lifespan=lifespan)
+    app.state.context = ctx
+    app.state.runtime = runtime
+    app.include_router(routes.router(ctx))
+    install_standard_routes(app, {"db": runtime.db_ok, "broker": runtime.broker_ok})
+    return app
+
+
+def _loops(ctx: Context, runtime: Runtime) -> list[sweeps.Loop]:
+    group = ctx.settings.proposals
+    relay = OutboxRelay(
+        runtime.engine,
+        outbox,
+        ctx.settings.amqp.url,
+        runtime.topology,
+        publish_timeout_s=ctx.settings.amqp.publish_timeout_s,
+    )
+
+    async def outbox_relay() -> None:
+        await relay.run()
+
+    return [
+        outbox_relay,
+        sweeps.every(
+            "expiry_sweep",
+            group.expiry_interval_s,
+            group.expiry_batch,
+            lambda: sweeps.expire_once(ctx),
+        ),
+        sweeps.every(
+            "stuck_sweep",
+            group.stuck_interval_s,
+            group.stuck_batch,
+            lambda: sweeps.republish_once(ctx),
+        ),
+    ]
+
+
+def serve() -> None:
+    """Run the service on ``SIGNOFF_PROPOSALS__HOST``:``SIGNOFF_PROPOSALS__PORT`` until SIGTERM."""
+    settings = ProposalsSettings()
+    uvicorn.run(
+        create_app(settings),
+        host=settings.proposals.host,
+        port=settings.proposals.port,
+        log_config=None,
+        access_log=False,
+    )

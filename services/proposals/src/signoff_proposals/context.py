@@ -1,0 +1,43 @@
+"""What every handler of the service needs, built once at start-up and passed down.
+
+The domain's parts — its operations and its directory — come from entry points in production.
+In-process tests hand them to ``create_app``; process tests name a factory in
+``SIGNOFF_PROPOSALS__TEST_PLUGIN`` (honoured only with ``SIGNOFF_ENV=test``), so the service can
+be tested before, and independently of, any real domain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+
+from signoff_contracts.operations import Directory
+from signoff_runtime.registry import Operations, load_directory, load_operations
+from signoff_runtime.topology import Topology
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from signoff_proposals.settings import ProposalsSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    settings: ProposalsSettings
+    engine: AsyncEngine
+    topology: Topology
+    operations: Operations
+    directory: Directory
+
+
+def load_domain(
+    settings: ProposalsSettings,
+    operations: Operations | None = None,
+    directory: Directory | None = None,
+) -> tuple[Operations, Directory]:
+    """The given parts, else the test plugin's, else the installed entry points'."""
+    if operations is not None and directory is not None:
+        return operations, directory
+    if settings.proposals.test_plugin:
+        module, _, attr = settings.proposals.test_plugin.partition(":")
+        plugged_ops, plugged_dir = getattr(import_module(module), attr)()
+        return operations or plugged_ops, directory or plugged_dir
+    return operations or load_operations(), directory or load_directory()

@@ -1,0 +1,297 @@
+"""Approving and declining: the one code path behind both HTTP and AMQP approval commands.
+
+Every decision re-checks, in this order: the token; the person's *current* membership of the
+token's organization (through the domain's directory — a token outlives a membership); that the
+proposal belongs to that organization (another organization's proposal is "not found", exactly
+like an unknown id); its status (the DESIGN table); that its stored arguments still parse into
+the operation's ``Arguments``; and the operation's ``authorize``. Only then does ONE conditional
+UPDATE claim it — and the audit row, the signed execution contract and the event are written in
+that same transaction, so a claim without its contract (or the reverse) cannot exist.
+
+Refusals that concern a real proposal of the person's organization are audited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+from signoff_contracts.ids import new_id
+from signoff_contracts.operations import Actor, AnyOperation, Membership, Scope
+from signoff_contracts.outcomes import TerminalFailure
+from signoff_contracts.reasons import Reason
+from signoff_contracts.status import ProposalStatus
+from signoff_contracts.v1 import ApprovalReply
+from signoff_runtime.registry import UnknownOperation
+from signoff_runtime.tokens import Claims, TokenInvalid, verify_token
+from sqlalchemy import Row
+
+from signoff_proposals import domain
+from signoff_proposals import repository as repo
+from signoff_proposals.context import Context
+from signoff_proposals.domain import Answer
+from signoff_proposals.outbox import SOURCE, announce, contract_for, send_contract
+
+log = structlog.get_logger(__name__)
+PENDING = ProposalStatus.PENDING
+
+
+@dataclass(frozen=True, slots=True)
+class _Admitted:
+    claims: Claims
+    member: Membership
+    row: Row[Any]
+
+
+async def approve(ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str) -> ApprovalReply:
+    admitted = await _admit(ctx, tx, token, proposal_id, "approve")
+    if isinstance(admitted, ApprovalReply):
+        return admitted
+    row = admitted.row
+    if (answer := domain.answer_for(ProposalStatus(row.status))) is not None:
+        return reply(answer, row)
+    if row.lapsed:
+        return await _after_lost_claim(ctx, tx, row.id)
+    try:
+        op = ctx.operations.get(row.operation_kind, row.contract_version)
+        op.parse_arguments(row.arguments)
+    except (UnknownOperation, ValidationError) as exc:
+        return await _fail_unparseable(ctx, tx, admitted, exc)
+    if not op.authorize(_actor(admitted), _scope(row)):
+        return await _forbidden(tx, admitted, "approve")
+    return await _claim(ctx, tx, admitted)
+
+
+async def decline(
+    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, reason: str | None = None
+) -> ApprovalReply:
+    admitted = await _admit(ctx, tx, token, proposal_id, "decline")
+    if isinstance(admitted, ApprovalReply):
+        return admitted
+    row = admitted.row
+    if (answer := domain.answer_for(ProposalStatus(row.status))) is not None:
+        return reply(answer, row)
+    if row.lapsed:
+        return await _after_lost_claim(ctx, tx, row.id)
+    op = _operation(ctx, row)
+    # Declining executes nothing: an operation no longer installed cannot vouch for a role, and
+    # that must not leave its proposals undeclinable.
+    if op is not None and not op.authorize(_actor(admitted), _scope(row)):
+        return await _forbidden(tx, admitted, "decline")
+    declined = await repo.transition(
+        tx,
+        row.id,
+        expected=[PENDING],
+        to=ProposalStatus.DECLINED,
+        unexpired=True,
+        values={
+            "decided_by": admitted.claims.sub,
+            "decided_at": repo.DB_CLOCK,
+            "decline_reason": reason,
+        },
+    )
+    if declined is None:
+        return await _after_lost_claim(ctx, tx, row.id)
+    await repo.write_audit(
+        tx,
+        row.id,
+        actor=admitted.claims.sub,
+        action="declined",
+        from_status=PENDING,
+        to_status=ProposalStatus.DECLINED,
+        detail={"reason": reason} if reason else None,
+    )
+    await announce(ctx, tx, "decided", declined)
+    return reply(domain.DECLINED, declined)
+
+
+async def _admit(
+    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, command: str
+) -> _Admitted | ApprovalReply:
+    try:
+        claims = verify_token(ctx.settings.auth, token)
+    except TokenInvalid:
+        return reply(domain.UNAUTHENTICATED)
+    row = await repo.get(tx.conn, proposal_id)
+    in_org = row is not None and row.organization_id == claims.org
+    member = await ctx.directory.membership(tx.conn, claims.sub, claims.org)
+    if member is None or member.organization_id != claims.org:
+        if row is not None and in_org:
+            await repo.write_audit(
+                tx,
+                row.id,
+                actor=claims.sub,
+                action=f"{command}_forbidden",
+                detail={"why": "not_a_member"},
+            )
+        log.info("approval.forbidden", proposal_id=proposal_id, why="not_a_member")
+        return reply(domain.FORBIDDEN)
+    if row is None or not in_org:
+        return reply(domain.NOT_FOUND)
+    return _Admitted(claims, member, row)
+
+
+async def _claim(ctx: Context, tx: repo.Tx, admitted: _Admitted) -> ApprovalReply:
+    group = ctx.settings.proposals
+    claimed = await repo.transition(
+        tx,
+        admitted.row.id,
+        expected=[PENDING],
+        to=ProposalStatus.EXECUTING,
+        unexpired=True,
+        values={
+            "decided_by": admitted.claims.sub,
+            "decided_at": repo.DB_CLOCK,
+            "contract_id": new_id("ctr"),
+            "execute_by": repo.DB_CLOCK
+            + timedelta(seconds=ctx.settings.contracts.execute_within_s),
+            "republish_after": repo.DB_CLOCK + timedelta(seconds=group.stuck_after_s),
+        },
+    )
+    if claimed is None:
+        return await _after_lost_claim(ctx, tx, admitted.row.id)
+    contract = contract_for(ctx, claimed)
+    await repo.write_audit(
+        tx,
+        claimed.id,
+        actor=admitted.claims.sub,
+        action="claimed",
+        from_status=PENDING,
+        to_status=ProposalStatus.EXECUTING,
+        detail={"contract_id": claimed.contract_id, "execute_by": claimed.execute_by.isoformat()},
+    )
+    await send_contract(ctx, tx, contract)
+    await announce(ctx, tx, "executing", claimed)
+    log.info("proposal.claimed", proposal_id=claimed.id, contract_id=claimed.contract_id)
+    return reply(domain.CLAIMED, claimed)
+
+
+async def _after_lost_claim(ctx: Context, tx: repo.Tx, proposal_id: str) -> ApprovalReply:
+    """The conditional UPDATE matched nothing (or the row had lapsed): answer from the row now.
+
+    A lapsed pending row is marked expired on the spot; the sweeper would do the same later.
+    """
+    row = await repo.get(tx.conn, proposal_id)
+    assert row is not None, "proposals are never deleted"
+    status = ProposalStatus(row.status)
+    shown: Row[Any] = row
+    if status is PENDING and row.lapsed:
+        expired = await repo.transition(
+            tx, proposal_id, expected=[PENDING], to=ProposalStatus.EXPIRED, lapsed=True
+        )
+        if expired is not None:
+            await repo.write_audit(
+                tx,
+                proposal_id,
+                actor=domain.SYSTEM_ACTOR,
+                action="expired",
+                from_status=PENDING,
+                to_status=ProposalStatus.EXPIRED,
+                detail={"noticed_by": "decision"},
+            )
+            await announce(ctx, tx, "expired", expired)
+            shown = expired
+    return reply(domain.answer_after_lost_claim(status, bool(row.lapsed)), shown)
+
+
+async def _fail_unparseable(
+    ctx: Context, tx: repo.Tx, admitted: _Admitted, exc: Exception
+) -> ApprovalReply:
+    """The stored contract can no longer be read as its operation's ``Arguments``: it fails.
+
+    The person sees only a correlation id; what went wrong (field locations and error types,
+    never values) goes to the log under that id.
+    """
+    row = admitted.row
+    correlation_id = new_id("cor")
+    log.error(
+        "proposal.arguments_unparseable",
+        proposal_id=row.id,
+        kind=row.operation_kind,
+        version=row.contract_version,
+        correlation_id=correlation_id,
+        error=_summary(exc),
+    )
+    outcome = TerminalFailure(correlation_id=correlation_id)
+    failed = await repo.transition(
+        tx,
+        row.id,
+        expected=[PENDING],
+        to=ProposalStatus.FAILED,
+        unexpired=True,
+        values={
+            "outcome": outcome.model_dump(mode="json"),
+            "outcome_at": repo.DB_CLOCK,
+            "decided_by": admitted.claims.sub,
+            "decided_at": repo.DB_CLOCK,
+        },
+    )
+    if failed is None:
+        return await _after_lost_claim(ctx, tx, row.id)
+    await repo.write_audit(
+        tx,
+        row.id,
+        actor=admitted.claims.sub,
+        action="failed",
+        from_status=PENDING,
+        to_status=ProposalStatus.FAILED,
+        detail={"why": "arguments_unparseable", "correlation_id": correlation_id},
+    )
+    await announce(ctx, tx, "outcome", failed)
+    return reply(domain.ALREADY_COMPLETED, failed)
+
+
+async def _forbidden(tx: repo.Tx, admitted: _Admitted, command: str) -> ApprovalReply:
+    await repo.write_audit(
+        tx,
+        admitted.row.id,
+        actor=admitted.claims.sub,
+        action=f"{command}_forbidden",
+        detail={"why": "role", "role": admitted.member.role},
+    )
+    log.info("approval.forbidden", proposal_id=admitted.row.id, why="role")
+    return reply(domain.FORBIDDEN)
+
+
+def reply(answer: Answer, row: Row[Any] | None = None) -> ApprovalReply:
+    """The typed reply; a proposal is shown only to those allowed to see it."""
+    shown = None if row is None else repo.view(row)
+    return ApprovalReply(
+        result=answer.result,
+        http_status=answer.status_code,
+        proposal=shown,
+        outcome=shown.outcome if (shown is not None and answer.with_outcome) else None,
+        reason=Reason(code=answer.reason) if answer.reason else None,
+        source=SOURCE,
+        correlation_id=None if row is None else row.id,
+    )
+
+
+def _operation(ctx: Context, row: Row[Any]) -> AnyOperation | None:
+    try:
+        return ctx.operations.get(row.operation_kind, row.contract_version)
+    except UnknownOperation:
+        return None
+
+
+def _actor(admitted: _Admitted) -> Actor:
+    return Actor(
+        user_id=admitted.claims.sub, organization_id=admitted.claims.org, role=admitted.member.role
+    )
+
+
+def _scope(row: Row[Any]) -> Scope:
+    return Scope(
+        organization_id=row.organization_id, section=row.section, resource_id=row.resource_id
+    )
+
+
+def _summary(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['type']}" for err in exc.errors()[:10]
+        )
+    return type(exc).__name__

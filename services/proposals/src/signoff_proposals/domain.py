@@ -1,0 +1,143 @@
+"""The decisions of the proposal lifecycle, pure and synchronous.
+
+What an approval (or decline) answers for each status, which statuses an outcome may move a
+proposal out of, and which audit action and event each step writes. The I/O modules ask these
+functions and never branch on statuses themselves, so ``tests/unit`` can pin the DESIGN table.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Literal
+
+from signoff_contracts.outcomes import OperationOutcome
+from signoff_contracts.status import (
+    COMPLETED,
+    IN_PROGRESS,
+    TRANSITIONS,
+    ProposalStatus,
+    check_transition,
+)
+from signoff_contracts.v1 import ApprovalResult
+
+SYSTEM_ACTOR = "system:proposals"
+MAX_PAGE = 100
+
+EventName = Literal["created", "decided", "executing", "outcome", "superseded", "expired"]
+
+HTTP_STATUS: dict[ApprovalResult, int] = {
+    "claimed": 200,
+    "declined": 200,
+    "revised": 200,
+    "resolved": 200,
+    "already_completed": 200,
+    "not_approvable": 409,
+    "forbidden": 403,
+    "not_found": 404,
+    "unauthenticated": 401,
+    "invalid": 422,
+    "rate_limited": 429,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What to reply: a result, its HTTP status, an optional reason code, the stored outcome?"""
+
+    result: ApprovalResult
+    reason: str | None = None
+    with_outcome: bool = False
+    http_status: int | None = None
+
+    @property
+    def status_code(self) -> int:
+        return self.http_status if self.http_status is not None else HTTP_STATUS[self.result]
+
+
+UNAUTHENTICATED = Answer("unauthenticated")
+FORBIDDEN = Answer("forbidden")
+NOT_FOUND = Answer("not_found")
+CLAIMED = Answer("claimed")
+DECLINED = Answer("declined")
+ALREADY_COMPLETED = Answer("already_completed", with_outcome=True)
+IN_PROGRESS_ANSWER = Answer("not_approvable", reason="in_progress")
+NOT_IMPLEMENTED = Answer("invalid", reason="not_implemented", http_status=501)
+INVALID_MESSAGE = Answer("invalid", reason="invalid_message")
+
+
+def answer_for(status: ProposalStatus) -> Answer | None:
+    """The DESIGN table for a proposal that is *not* pending; ``None`` means "go on and try"."""
+    if status is ProposalStatus.PENDING:
+        return None
+    if status in IN_PROGRESS:
+        return IN_PROGRESS_ANSWER
+    if status in COMPLETED:
+        return ALREADY_COMPLETED
+    return Answer("not_approvable", reason=status.value)
+
+
+def answer_after_lost_claim(status: ProposalStatus, lapsed: bool) -> Answer:
+    """The conditional UPDATE matched nothing: answer from the row as it is now.
+
+    A row still ``pending`` lost only to its clock (``lapsed``) — it is expired, whether or not the
+    sweeper has marked it yet. Pending and not lapsed cannot lose a claim under READ COMMITTED;
+    should it ever, the safe answer is "someone else is on it".
+    """
+    if status is ProposalStatus.PENDING:
+        return Answer("not_approvable", reason="expired") if lapsed else IN_PROGRESS_ANSWER
+    answer = answer_for(status)
+    assert answer is not None
+    return answer
+
+
+def status_for_outcome(outcome: OperationOutcome) -> ProposalStatus:
+    """Outcome tags are named after the statuses they lead to."""
+    return ProposalStatus(outcome.type)
+
+
+def outcome_sources(target: ProposalStatus) -> frozenset[ProposalStatus]:
+    """The statuses an outcome may move a proposal out of to reach ``target``."""
+    sources = frozenset(status for status in IN_PROGRESS if target in TRANSITIONS[status])
+    for status in sources:
+        check_transition(status, target)
+    return sources
+
+
+def event_for(status: ProposalStatus) -> EventName:
+    """The ``ProposalEvent`` a transition into ``status`` announces (``proposal.<event>``)."""
+    events: dict[ProposalStatus, EventName] = {
+        ProposalStatus.PENDING: "created",
+        ProposalStatus.DECLINED: "decided",
+        ProposalStatus.EXPIRED: "expired",
+        ProposalStatus.SUPERSEDED: "superseded",
+        ProposalStatus.EXECUTING: "executing",
+    }
+    return events.get(status, "outcome")
+
+
+def routing_key(event: EventName) -> str:
+    return f"proposal.{event}"
+
+
+def page_size(requested: int | None, default: int = 50) -> int:
+    return max(1, min(MAX_PAGE, requested if requested is not None else default))
+
+
+class InvalidCursor(ValueError):
+    pass
+
+
+def encode_cursor(last_id: str) -> str:
+    return base64.urlsafe_b64encode(last_id.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidCursor(cursor) from None
+    if not raw.startswith("prp_") or len(raw) > 48:
+        raise InvalidCursor(cursor)
+    return raw

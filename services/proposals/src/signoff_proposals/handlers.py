@@ -1,0 +1,128 @@
+"""The service's AMQP consumers: proposal requests, approval commands, outcomes.
+
+Each subscriber acks manually through ``settle`` (after its transaction committed) and parses
+the body itself, so a malformed message is answered or dead-lettered with a reason instead of
+being dropped by FastStream's default policy. Request-reply answers are published here, after the
+commit and before the ack (``no_reply=True`` turns FastStream's own reply off): a delivery that
+is retried sends no empty reply, and a replay is answered from what was stored. A request that
+does not parse gets a typed ``invalid`` reply if it left a reply address, else the dead-letter
+queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from faststream import AckPolicy
+from faststream.rabbit import Channel, RabbitBroker
+from faststream.rabbit.annotations import RabbitMessage
+from faststream.rabbit.message import RabbitMessage as Message
+from pydantic import ValidationError
+from signoff_contracts.v1 import (
+    Envelope,
+    OutcomeReported,
+    ProposalRequested,
+    approval_command_adapter,
+)
+from signoff_runtime.consumer import settle
+
+from signoff_proposals import commands, decide, domain, intake, outcomes
+from signoff_proposals.context import Context
+from signoff_proposals.metrics import APPROVAL_COMMANDS
+
+Handler = Callable[[Message], Awaitable[None]]
+
+
+def _raw_body(msg: Any) -> Any:
+    """Keep the body as bytes: the handlers parse it into the contract models themselves."""
+    return msg.body
+
+
+def register(ctx: Context, broker: RabbitBroker) -> None:
+    topo = ctx.topology
+
+    def subscriber(key: str) -> Callable[[Handler], object]:
+        return broker.subscriber(
+            topo.queue(key),
+            exchange=topo.exchange(topo.spec(key).exchange),
+            ack_policy=AckPolicy.MANUAL,
+            channel=Channel(prefetch_count=ctx.settings.amqp.prefetch),
+            no_reply=True,
+            decoder=_raw_body,
+        )
+
+    @subscriber("proposals.requests")
+    async def on_proposal_requested(msg: RabbitMessage) -> None:
+        await settle(
+            msg,
+            broker=broker,
+            topology=topo,
+            queue_key="proposals.requests",
+            work=lambda: _intake(ctx, broker, msg),
+        )
+
+    @subscriber("proposals.approvals")
+    async def on_approval_command(msg: RabbitMessage) -> None:
+        await settle(
+            msg,
+            broker=broker,
+            topology=topo,
+            queue_key="proposals.approvals",
+            work=lambda: _command(ctx, broker, msg),
+        )
+
+    @subscriber("proposals.outcomes")
+    async def on_outcome(msg: RabbitMessage) -> None:
+        await settle(
+            msg,
+            broker=broker,
+            topology=topo,
+            queue_key="proposals.outcomes",
+            work=lambda: _outcome(ctx, msg),
+        )
+
+
+async def _intake(ctx: Context, broker: RabbitBroker, msg: Message) -> None:
+    try:
+        request = ProposalRequested.model_validate_json(msg.body)
+    except ValidationError:
+        if not msg.reply_to:
+            raise
+        await _reply(ctx, broker, msg, intake.invalid_request(msg.raw_message.correlation_id))
+        return
+    await _reply(ctx, broker, msg, await intake.store(ctx, request))
+
+
+async def _command(ctx: Context, broker: RabbitBroker, msg: Message) -> None:
+    try:
+        command = approval_command_adapter.validate_json(msg.body)
+    except ValidationError:
+        if not msg.reply_to:
+            raise
+        APPROVAL_COMMANDS.labels(channel="amqp", command="invalid", result="invalid").inc()
+        await _reply(ctx, broker, msg, decide.reply(domain.INVALID_MESSAGE))
+        return
+    reply = await commands.answer(ctx, command)
+    APPROVAL_COMMANDS.labels(
+        channel="amqp", command=commands.COMMAND_NAMES[command.type], result=reply.result
+    ).inc()
+    await _reply(ctx, broker, msg, reply)
+
+
+async def _outcome(ctx: Context, msg: Message) -> None:
+    await outcomes.record(ctx, OutcomeReported.model_validate_json(msg.body))
+
+
+async def _reply(ctx: Context, broker: RabbitBroker, msg: Message, reply: Envelope) -> None:
+    if not msg.reply_to:
+        return
+    await broker.publish(
+        reply.model_dump_json().encode(),
+        routing_key=msg.reply_to,
+        correlation_id=msg.raw_message.correlation_id,
+        message_id=reply.message_id,
+        message_type=reply.type,
+        content_type="application/json",
+        timeout=ctx.settings.amqp.publish_timeout_s,
+    )

@@ -1,0 +1,1 @@
+"""The ``proposals`` schema's Alembic environment (entry point ``signoff.migrations``)."""

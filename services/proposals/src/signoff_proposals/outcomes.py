@@ -1,0 +1,77 @@
+"""Recording what became of an execution contract (``OutcomeReported``).
+
+Idempotent twice over: the inbox row (by ``message_id``, same transaction) drops a redelivered
+report, and the conditional UPDATE only moves a proposal that is still executing (or awaiting
+reconciliation) under the reported contract — a late or repeated report for a finished proposal
+changes nothing and is only logged. The stored outcome is the one every later reader sees.
+"""
+
+from __future__ import annotations
+
+import structlog
+from signoff_contracts.status import ProposalStatus
+from signoff_contracts.v1 import OutcomeReported
+from signoff_runtime.consumer import PermanentError
+from signoff_runtime.inbox import first_delivery
+
+from signoff_proposals import domain
+from signoff_proposals import repository as repo
+from signoff_proposals.context import Context
+from signoff_proposals.metrics import OUTCOMES_IGNORED
+from signoff_proposals.outbox import announce
+from signoff_proposals.tables import inbox
+
+log = structlog.get_logger(__name__)
+
+
+async def record(ctx: Context, msg: OutcomeReported) -> bool:
+    """Apply ``msg``; ``True`` if the proposal moved."""
+    async with repo.unit_of_work(ctx.engine) as tx:
+        if not await first_delivery(tx.conn, inbox, msg.message_id):
+            return _ignored("duplicate", msg)
+        current = await repo.lock(tx.conn, msg.proposal_id)
+        if current is None:
+            raise PermanentError("unknown_proposal", f"proposal_id={msg.proposal_id}")
+        if current.contract_id != msg.contract_id:
+            return _ignored("other_contract", msg, current.status)
+        target = domain.status_for_outcome(msg.outcome)
+        sources = domain.outcome_sources(target)
+        if ProposalStatus(current.status) not in sources:
+            return _ignored("not_in_progress", msg, current.status)
+        moved = await repo.transition(
+            tx,
+            msg.proposal_id,
+            expected=sources,
+            to=target,
+            values={"outcome": msg.outcome.model_dump(mode="json"), "outcome_at": repo.DB_CLOCK},
+        )
+        assert moved is not None, "the row is locked and was in a source status"
+        await repo.write_audit(
+            tx,
+            msg.proposal_id,
+            actor=f"system:{msg.reported_by}",
+            action="outcome",
+            from_status=current.status,
+            to_status=target,
+            detail={
+                "outcome": msg.outcome.type,
+                "contract_id": msg.contract_id,
+                "message_id": msg.message_id,
+            },
+        )
+        await announce(ctx, tx, "outcome", moved, causation_id=msg.message_id)
+    log.info("proposal.outcome", proposal_id=msg.proposal_id, status=target.value)
+    return True
+
+
+def _ignored(why: str, msg: OutcomeReported, status: str | None = None) -> bool:
+    OUTCOMES_IGNORED.labels(why=why).inc()
+    log.info(
+        "outcome.ignored",
+        why=why,
+        proposal_id=msg.proposal_id,
+        message_id=msg.message_id,
+        outcome=msg.outcome.type,
+        status=status,
+    )
+    return False

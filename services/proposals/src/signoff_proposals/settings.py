@@ -1,0 +1,33 @@
+"""The proposals service's settings: the shared groups plus ``SIGNOFF_PROPOSALS__*``."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, model_validator
+from signoff_runtime.settings import ServiceSettings
+
+
+class ProposalsGroup(BaseModel):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8002, ge=0, le=65535)
+    #: how often the sweeper looks for pending proposals past ``expires_at``, and how many at once
+    expiry_interval_s: float = Field(default=2.0, gt=0)
+    expiry_batch: int = Field(default=200, ge=1, le=10_000)
+    #: an executing proposal with no outcome this long after its claim has its contract
+    #: re-published; each further re-publish waits twice as long, up to ``stuck_backoff_max_s``
+    stuck_after_s: float = Field(default=120.0, gt=0)
+    stuck_backoff_max_s: float = Field(default=3600.0, gt=0)
+    stuck_interval_s: float = Field(default=5.0, gt=0)
+    stuck_batch: int = Field(default=100, ge=1, le=10_000)
+    #: ``module:callable`` returning ``(operations, directory)`` instead of the entry points.
+    #: Tests only: refused unless ``SIGNOFF_ENV=test``.
+    test_plugin: str | None = None
+
+
+class ProposalsSettings(ServiceSettings):
+    proposals: ProposalsGroup = ProposalsGroup()
+
+    @model_validator(mode="after")
+    def _test_plugin_only_in_tests(self) -> ProposalsSettings:
+        if self.proposals.test_plugin and self.env != "test":
+            raise ValueError("SIGNOFF_PROPOSALS__TEST_PLUGIN needs SIGNOFF_ENV=test")
+        return self

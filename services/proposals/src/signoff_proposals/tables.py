@@ -1,0 +1,142 @@
+"""The ``proposals`` schema: proposals, their audit trail, pause points, the outbox and inbox.
+
+The tables are declared here once and the hand-written migration ``0001_initial`` creates the
+same shape; ``tests/integration/test_schema.py`` compares the two so they cannot drift.
+"""
+
+from __future__ import annotations
+
+from signoff_contracts.status import PausePointStatus, ProposalStatus
+from signoff_runtime.inbox import inbox_table
+from signoff_runtime.outbox import outbox_table
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+SCHEMA = "proposals"
+metadata = MetaData(schema=SCHEMA)
+
+
+def _in(column: str, values: list[str]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+PROPOSAL_STATUSES = [s.value for s in ProposalStatus]
+PAUSE_POINT_STATUSES = [s.value for s in PausePointStatus]
+
+proposals = Table(
+    "proposals",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("organization_id", Text, nullable=False),
+    Column("requested_by", Text, nullable=False),
+    Column("conversation_id", Text),
+    Column("section", Text, nullable=False),
+    Column("resource_id", Text, nullable=False),
+    Column("operation_kind", Text, nullable=False),
+    Column("contract_version", Integer, nullable=False),
+    Column("request", JSONB, nullable=False),
+    Column("arguments", JSONB, nullable=False),
+    Column("preview", JSONB, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("decided_by", Text),
+    Column("decided_at", DateTime(timezone=True)),
+    Column("decline_reason", Text),
+    Column("superseded_by", Text),
+    Column("contract_id", Text, unique=True),
+    Column("execute_by", DateTime(timezone=True)),
+    # when the stuck-execution sweep next looks at an executing proposal, and how often it has
+    # re-published its contract (the per-row back-off)
+    Column("republish_after", DateTime(timezone=True)),
+    Column("republish_count", Integer, nullable=False, server_default=text("0")),
+    Column("outcome", JSONB),
+    Column("outcome_at", DateTime(timezone=True)),
+    CheckConstraint(_in("status", PROPOSAL_STATUSES), name="ck_proposals_status"),
+    CheckConstraint("char_length(decline_reason) <= 500", name="ck_proposals_decline_reason"),
+)
+
+# The pending list per organization, newest first (ids sort by creation time).
+Index(
+    "ix_proposals_pending_by_org",
+    proposals.c.organization_id,
+    proposals.c.id.desc(),
+    postgresql_where=text("status = 'pending'"),
+)
+Index("ix_proposals_by_org", proposals.c.organization_id, proposals.c.id.desc())
+Index(
+    "ix_proposals_pending_expiry",
+    proposals.c.expires_at,
+    postgresql_where=text("status = 'pending'"),
+)
+Index(
+    "ix_proposals_executing_republish",
+    proposals.c.republish_after,
+    postgresql_where=text("status = 'executing'"),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("proposal_id", Text, ForeignKey(f"{SCHEMA}.proposals.id"), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("actor", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("from_status", Text),
+    Column("to_status", Text),
+    Column("detail", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+)
+Index("ix_audit_proposal", audit.c.proposal_id, audit.c.id)
+
+pause_points = Table(
+    "pause_points",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("organization_id", Text, nullable=False),
+    Column("requested_by", Text, nullable=False),
+    Column("conversation_id", Text),
+    Column("title", Text, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("options", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
+    Column("payload", JSONB),
+    Column("kind", Text, nullable=False),
+    Column("form_schema", JSONB),
+    Column("status", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("resolution", JSONB),
+    Column("resolved_by", Text),
+    Column("resolved_at", DateTime(timezone=True)),
+    CheckConstraint(_in("status", PAUSE_POINT_STATUSES), name="ck_pause_points_status"),
+    CheckConstraint(_in("kind", ["approval", "choice", "data_entry"]), name="ck_pause_points_kind"),
+)
+Index(
+    "ix_pause_points_pending_by_org",
+    pause_points.c.organization_id,
+    pause_points.c.id.desc(),
+    postgresql_where=text("status = 'pending'"),
+)
+
+outbox = outbox_table(metadata, SCHEMA)
+# The stuck sweep asks "is a copy of this proposal's contract still waiting to be sent?"
+Index(
+    "ix_proposals_outbox_unsent_correlation",
+    outbox.c.correlation_id,
+    postgresql_where=text("sent_at IS NULL"),
+)
+inbox = inbox_table(metadata, SCHEMA)

@@ -1,0 +1,127 @@
+"""The outbox relay on the proposals outbox: never loses a contract, never hides a bad route."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from proposals_testkit import drain_queue, forget_unsent_outbox
+from signoff_contracts.ids import new_id
+from signoff_contracts.v1 import ExecutionContract
+from signoff_proposals.tables import outbox
+from signoff_runtime.outbox import OutboxRelay, enqueue
+from signoff_runtime.signing import sign
+from signoff_runtime.testing import wait_until
+from signoff_runtime.topology import ROUTING_KEYS
+from sqlalchemy import text
+
+pytestmark = pytest.mark.integration
+
+
+class KilledBeforeMarking(OutboxRelay):
+    """A relay that dies after the broker confirmed its publishes, before marking them sent."""
+
+    async def _mark(self, conn, sent, failed):  # type: ignore[override]
+        raise RuntimeError("killed between publish-confirm and mark-sent")
+
+
+def _contract(settings) -> ExecutionContract:
+    pid = new_id("prp")
+    now = datetime.now(UTC)
+    return sign(
+        ExecutionContract(
+            correlation_id=pid,
+            contract_id=new_id("ctr"),
+            proposal_id=pid,
+            organization_id="org_1",
+            section="members",
+            resource_id="usr_1",
+            operation_kind="points.grant",
+            contract_version=1,
+            arguments={"member_id": "usr_1", "points": 1},
+            approved_by="usr_2",
+            approved_at=now,
+            execute_by=now + timedelta(minutes=5),
+        ),
+        settings.contracts.signing_key,
+    )
+
+
+async def _enqueue(engine, topology, message, routing_key: str) -> None:
+    async with engine.begin() as conn:
+        await enqueue(
+            conn, outbox, message, exchange=topology.name("contracts"), routing_key=routing_key
+        )
+
+
+async def _row(engine, message_id: str):
+    async with engine.connect() as conn:
+        return (
+            await conn.execute(
+                text("SELECT * FROM proposals.outbox WHERE message_id = :m"), {"m": message_id}
+            )
+        ).one()
+
+
+@contextlib.asynccontextmanager
+async def _running(relay: OutboxRelay):
+    task = asyncio.create_task(relay.run())
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_relay_killed_after_the_confirm_publishes_again_and_loses_nothing(
+    engine, amqp_url, topology, settings
+):
+    await forget_unsent_outbox(engine)
+    contract = _contract(settings)
+    await _enqueue(engine, topology, contract, ROUTING_KEYS["executor.contracts"])
+
+    with pytest.raises(RuntimeError, match="killed"):
+        await asyncio.wait_for(KilledBeforeMarking(engine, outbox, amqp_url, topology).run(), 15)
+    assert (await _row(engine, contract.message_id)).sent_at is None
+
+    async with _running(OutboxRelay(engine, outbox, amqp_url, topology, poll_s=0.1)):
+
+        async def sent():
+            return (await _row(engine, contract.message_id)).sent_at is not None
+
+        await wait_until(sent, what="the row to be marked sent")
+
+    copies = await drain_queue(amqp_url, topology.name("executor.contracts"), at_least=2)
+    assert len(copies) == 2  # delivered twice — at least once, never zero
+    assert {m.message_id for m in copies} == {contract.message_id}
+    assert all(ExecutionContract.model_validate_json(m.body) == contract for m in copies)
+
+
+async def test_a_publish_nobody_is_bound_to_raises_and_stays_in_the_outbox(
+    engine, amqp_url, topology, settings
+):
+    await forget_unsent_outbox(engine)
+    contract = _contract(settings)
+    await _enqueue(engine, topology, contract, "nobody.listens.here")
+
+    async with _running(OutboxRelay(engine, outbox, amqp_url, topology, poll_s=0.1)):
+
+        async def failed():
+            return (await _row(engine, contract.message_id)).last_error
+
+        error = await wait_until(failed, what="the publish to fail")
+
+    row = await _row(engine, contract.message_id)
+    assert row.sent_at is None and row.attempts >= 1
+    assert "NO_ROUTE" in error, error
+    async with engine.connect() as conn:
+        later = (
+            await conn.execute(
+                text("SELECT available_at > now() FROM proposals.outbox WHERE message_id = :m"),
+                {"m": contract.message_id},
+            )
+        ).scalar_one()
+    assert later  # backed off, not spinning

@@ -1,0 +1,127 @@
+"""A tiny domain for the proposals service's tests: one operation and a table-backed directory.
+
+The service is generic; these stand in for a real domain (``examples/club``) so the service can
+be tested on its own. In-process tests pass ``build()``'s parts to ``create_app``; process tests
+name ``proposals_testdomain:build`` in ``SIGNOFF_PROPOSALS__TEST_PLUGIN`` with this directory on
+``PYTHONPATH``. Memberships live in a table of the test database, so a test can change them
+while a service process is running (a member removed after their token was issued).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from signoff_contracts.operations import (
+    Actor,
+    ExecutionContext,
+    Locale,
+    LocalOperation,
+    Membership,
+    PreviewLine,
+    RenderedPreview,
+    Resolved,
+    Scope,
+)
+from signoff_contracts.reasons import Reason
+from signoff_runtime.registry import Operations
+from sqlalchemy import text
+
+MEMBERS_DDL = (
+    "CREATE SCHEMA IF NOT EXISTS proposals_testing; "
+    "CREATE TABLE IF NOT EXISTS proposals_testing.members ("
+    " user_id text NOT NULL, organization_id text NOT NULL, role text NOT NULL,"
+    " PRIMARY KEY (user_id, organization_id))"
+)
+APPROVER_ROLES = frozenset({"admin", "manager"})
+
+
+class GrantRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    points: int = Field(ge=1, le=10_000)
+
+
+class GrantArguments(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    member_id: str
+    points: int = Field(ge=1, le=10_000)
+
+
+class GrantPreview(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    member_id: str
+    points: int
+
+
+class GrantResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    balance: int
+
+
+class GrantPoints(LocalOperation[GrantRequest, GrantArguments, GrantPreview, GrantResult]):
+    kind: ClassVar[str] = "points.grant"
+    version: ClassVar[int] = 1
+    section: ClassVar[str] = "members"
+    resource: ClassVar[str] = "member"
+    summary: ClassVar[str] = "Grant loyalty points to a member."
+    ttl: ClassVar[timedelta] = timedelta(hours=1)
+    Request = GrantRequest
+    Arguments = GrantArguments
+    Preview = GrantPreview
+    Result = GrantResult
+
+    async def resolve(
+        self, request: GrantRequest, scope: Scope, conn: Any
+    ) -> Resolved[GrantArguments, GrantPreview]:
+        args = GrantArguments(member_id=scope.resource_id, points=request.points)
+        return Resolved(args, GrantPreview(member_id=scope.resource_id, points=request.points))
+
+    def authorize(self, actor: Actor, scope: Scope) -> bool:
+        return actor.role in APPROVER_ROLES
+
+    async def revalidate(self, arguments: GrantArguments, scope: Scope, conn: Any) -> Reason | None:
+        return None
+
+    def render_preview(self, preview: GrantPreview, locale: Locale) -> RenderedPreview:
+        return RenderedPreview(
+            title=f"Grant {preview.points} points",
+            lines=[PreviewLine(label="member", value=preview.member_id)],
+        )
+
+    async def execute(
+        self, arguments: GrantArguments, scope: Scope, ctx: ExecutionContext, conn: Any
+    ) -> GrantResult:
+        return GrantResult(balance=arguments.points)
+
+
+class TableDirectory:
+    """Memberships from ``proposals_testing.members`` on the caller's connection."""
+
+    async def membership(self, conn: Any, user_id: str, organization_id: str) -> Membership | None:
+        row = (
+            await conn.execute(
+                text(
+                    "SELECT role FROM proposals_testing.members "
+                    "WHERE user_id = :u AND organization_id = :o"
+                ),
+                {"u": user_id, "o": organization_id},
+            )
+        ).first()
+        if row is None:
+            return None
+        return Membership(user_id=user_id, organization_id=organization_id, role=row.role)
+
+    async def memberships(self, conn: Any, user_id: str) -> list[Membership]:
+        rows = await conn.execute(
+            text("SELECT organization_id, role FROM proposals_testing.members WHERE user_id = :u"),
+            {"u": user_id},
+        )
+        return [
+            Membership(user_id=user_id, organization_id=r.organization_id, role=r.role)
+            for r in rows
+        ]
+
+
+def build() -> tuple[Operations, TableDirectory]:
+    return Operations([GrantPoints()]), TableDirectory()

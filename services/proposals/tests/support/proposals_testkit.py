@@ -1,0 +1,218 @@
+"""What the proposals tests do again and again: propose, approve both ways, look at the rows.
+
+``Harness`` talks to a running service — in-process (``create_app`` under its lifespan, HTTP
+through ``httpx.ASGITransport``) or a separate process (HTTP over a socket) — and reads the
+database directly to check what the service wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import aio_pika
+import httpx
+from faststream.rabbit import RabbitBroker
+from signoff_contracts.ids import new_id
+from signoff_contracts.v1 import (
+    ApprovalReply,
+    ApproveProposal,
+    Envelope,
+    OutcomeReported,
+    ProposalRequested,
+    ProposalRequestReply,
+)
+from signoff_runtime.settings import AuthSettings
+from signoff_runtime.testing import wait_until
+from signoff_runtime.tokens import issue_token
+from signoff_runtime.topology import ROUTING_KEYS, Topology
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+KIND = "points.grant"
+
+
+def proposal_request(org: str, **overrides: Any) -> ProposalRequested:
+    member = overrides.pop("resource_id", new_id("usr"))
+    fields: dict[str, Any] = {
+        "proposal_id": new_id("prp"),
+        "organization_id": org,
+        "requested_by": "usr_agent",
+        "section": "members",
+        "resource_id": member,
+        "operation_kind": KIND,
+        "contract_version": 1,
+        "request": {"points": 5},
+        "arguments": {"member_id": member, "points": 5},
+        "preview": {"member_id": member, "points": 5},
+    }
+    fields.update(overrides)
+    fields.setdefault("correlation_id", fields["proposal_id"])
+    return ProposalRequested(**fields)
+
+
+@dataclass
+class Harness:
+    engine: AsyncEngine
+    broker: RabbitBroker
+    topology: Topology
+    http: httpx.AsyncClient
+    auth: AuthSettings
+
+    # --- people -------------------------------------------------------------------------
+    async def member(self, org: str, role: str = "admin", user: str | None = None) -> str:
+        user = user or new_id("usr")
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                text(
+                    "INSERT INTO proposals_testing.members VALUES (:u, :o, :r) "
+                    "ON CONFLICT (user_id, organization_id) DO UPDATE SET role = :r"
+                ),
+                {"u": user, "o": org, "r": role},
+            )
+        return user
+
+    async def remove_member(self, org: str, user: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                text(
+                    "DELETE FROM proposals_testing.members "
+                    "WHERE user_id = :u AND organization_id = :o"
+                ),
+                {"u": user, "o": org},
+            )
+
+    def token(self, user: str, org: str, **kw: Any) -> str:
+        return issue_token(self.auth, user, org, **kw)
+
+    async def approver(self, org: str, role: str = "admin") -> str:
+        return self.token(await self.member(org, role), org)
+
+    # --- messages -----------------------------------------------------------------------
+    async def request(
+        self,
+        exchange: str,
+        routing_key: str,
+        message: Envelope | bytes,
+        broker: RabbitBroker | None = None,
+        **kw: Any,
+    ) -> bytes:
+        body = message if isinstance(message, bytes) else message.model_dump_json().encode()
+        reply = await (broker or self.broker).request(
+            body,
+            exchange=self.topology.name(exchange),
+            routing_key=routing_key,
+            timeout=10.0,
+            content_type="application/json",
+            **kw,
+        )
+        return bytes(reply.body)
+
+    async def propose(self, org: str, **overrides: Any) -> ProposalRequestReply:
+        msg = proposal_request(org, **overrides)
+        raw = await self.request("commands", ROUTING_KEYS["proposals.requests"], msg)
+        return ProposalRequestReply.model_validate_json(raw)
+
+    async def pending(self, org: str, **overrides: Any) -> str:
+        reply = await self.propose(org, **overrides)
+        assert reply.accepted and reply.proposal is not None, reply
+        return reply.proposal.id
+
+    async def command(
+        self, command: Envelope | bytes, broker: RabbitBroker | None = None
+    ) -> ApprovalReply:
+        raw = await self.request(
+            "commands", ROUTING_KEYS["proposals.approvals"], command, broker=broker
+        )
+        return ApprovalReply.model_validate_json(raw)
+
+    async def approve_amqp(
+        self, proposal_id: str, token: str, broker: RabbitBroker | None = None
+    ) -> ApprovalReply:
+        return await self.command(ApproveProposal(token=token, proposal_id=proposal_id), broker)
+
+    async def approve_http(self, proposal_id: str, token: str | None) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        return await self.http.post(f"/v1/proposals/{proposal_id}/approve", headers=headers)
+
+    async def report(self, outcome: OutcomeReported) -> None:
+        await self.broker.publish(
+            outcome.model_dump_json().encode(),
+            exchange=self.topology.name("outcomes"),
+            routing_key=ROUTING_KEYS["proposals.outcomes"],
+            persist=True,
+            message_id=outcome.message_id,
+            content_type="application/json",
+        )
+
+    # --- database -----------------------------------------------------------------------
+    async def row(self, proposal_id: str) -> Any:
+        async with self.engine.connect() as conn:
+            return (
+                await conn.execute(
+                    text("SELECT * FROM proposals.proposals WHERE id = :i"), {"i": proposal_id}
+                )
+            ).first()
+
+    async def set(self, proposal_id: str, assignments: str, **params: Any) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                text(f"UPDATE proposals.proposals SET {assignments} WHERE id = :i"),
+                {"i": proposal_id, **params},
+            )
+
+    async def audit(self, proposal_id: str) -> list[Any]:
+        async with self.engine.connect() as conn:
+            return list(
+                await conn.execute(
+                    text("SELECT * FROM proposals.audit WHERE proposal_id = :i ORDER BY id"),
+                    {"i": proposal_id},
+                )
+            )
+
+    async def outbox(self, proposal_id: str, message_type: str | None = None) -> list[Any]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                text("SELECT * FROM proposals.outbox WHERE correlation_id = :i ORDER BY id"),
+                {"i": proposal_id},
+            )
+            return [r for r in rows if message_type is None or r.message_type == message_type]
+
+    async def contracts(self, proposal_id: str) -> list[dict[str, Any]]:
+        rows = await self.outbox(proposal_id, "execution.contract")
+        return [json.loads(bytes(r.body)) for r in rows]
+
+
+async def forget_unsent_outbox(engine: AsyncEngine) -> None:
+    """Earlier tests' unsent rows name exchanges that no longer exist: keep them from this
+    test's relay (the shared test database outlives each test's queue prefix)."""
+    async with engine.begin() as conn:
+        await conn.execute(text("DELETE FROM proposals.outbox WHERE sent_at IS NULL"))
+
+
+async def drain_queue(
+    amqp_url: str, queue: str, *, at_least: int = 1, within: float = 15.0, settle_s: float = 0.3
+) -> list[aio_pika.abc.AbstractIncomingMessage]:
+    """Take every message from ``queue`` (acking them): wait until ``at_least`` have come, then
+    keep taking until the queue has stayed empty for ``settle_s`` (to catch extra copies)."""
+    taken: list[aio_pika.abc.AbstractIncomingMessage] = []
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        source = await channel.get_queue(queue, ensure=True)
+
+        async def take() -> bool:
+            while (message := await source.get(no_ack=True, fail=False)) is not None:
+                taken.append(message)
+            return len(taken) >= at_least
+
+        await wait_until(take, timeout=within, what=f"{at_least} message(s) on {queue}")
+        quiet = 0.0
+        while quiet < settle_s:
+            before = len(taken)
+            await take()
+            quiet = 0.0 if len(taken) > before else quiet + 0.05
+            await asyncio.sleep(0.05)
+    return taken
