@@ -44,9 +44,9 @@ class ServiceProcess:
 
     def start(self) -> ServiceProcess:
         env = {**os.environ, **self.env}
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(self.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        with self.log_path.open("ab") as log:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(self.argv, env=env, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
         return self
 
     def wait_healthy(self, timeout: float = 30.0) -> None:
@@ -64,6 +64,8 @@ class ServiceProcess:
         raise AssertionError(f"{self.name} not healthy after {timeout}s:\n" + self.tail())
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        """Signal and wait. uvicorn re-raises SIGTERM after a clean shutdown, so a graceful stop
+        returns ``-15``; the service's own ``service.stopped`` log line tells clean from not."""
         if self.proc is None or self.proc.poll() is not None:
             return None if self.proc is None else self.proc.returncode
         self.proc.send_signal(sig)

@@ -1,0 +1,169 @@
+"""The whole of signoff as separate processes, for end-to-end tests.
+
+Starts the card provider simulator and the four services exactly as ``make run`` does
+(``signoff serve NAME``), on free ports, against the test database and a queue prefix of their
+own; gives tests small typed verbs over the public HTTP APIs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aio_pika
+import httpx
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from signoff_club.seed import seed_demo
+from signoff_runtime.settings import AuthSettings
+from signoff_runtime.testing import wait_until
+from signoff_runtime.testing.processes import ServiceProcess, provider, service
+from signoff_runtime.tokens import issue_token
+from signoff_runtime.topology import Topology
+
+SERVICES = ("proposals", "executor", "reconciler", "agent")
+TERMINAL = {"succeeded", "revision_required", "failed", "declined", "expired", "superseded"}
+
+
+def stack_env(database_url: str, amqp_url: str, prefix: str) -> dict[str, str]:
+    return {
+        "SIGNOFF_ENV": "test",
+        "SIGNOFF_DB__URL": database_url,
+        "SIGNOFF_DB__POOL_SIZE": "10",
+        "SIGNOFF_AMQP__URL": amqp_url,
+        "SIGNOFF_AMQP__PREFIX": prefix,
+        "SIGNOFF_AMQP__DELIVERY_LIMIT": "3",
+        "SIGNOFF_LOG_LEVEL": "INFO",
+        "SIGNOFF_CLUB_PROVIDER_TIMEOUT_S": "2",
+        "SIGNOFF_CLUB_ATTEMPT_LEASE_S": "3",
+        "SIGNOFF_RECONCILER__POLL_S": "0.2",
+        "SIGNOFF_RECONCILER__BASE_BACKOFF_S": "0.5",
+        "SIGNOFF_RECONCILER__MAX_BACKOFF_S": "2",
+        "SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "0.5",
+    }
+
+
+@dataclass
+class Stack:
+    engine: AsyncEngine
+    amqp_url: str
+    topology: Topology
+    env: dict[str, str]
+    log_dir: Path
+    processes: dict[str, ServiceProcess] = field(default_factory=dict)
+    http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=20.0))
+
+    # -- processes -------------------------------------------------------------------------
+    def start(self) -> None:
+        sim = provider(self.env, self.log_dir).start()
+        self.processes["provider"] = sim
+        self.env["SIGNOFF_CLUB_PROVIDER_URL"] = sim.url
+        for name in SERVICES:
+            self.processes[name] = service(name, self.env, self.log_dir).start()
+        for proc in self.processes.values():
+            proc.wait_healthy(60.0)
+
+    def start_extra(self, name: str, label: str) -> ServiceProcess:
+        """Another replica of ``name`` (e.g. a second executor)."""
+        proc = service(name, self.env, self.log_dir)
+        proc.name = label
+        self.processes[label] = proc.start()
+        proc.wait_healthy(60.0)
+        return proc
+
+    def stop(self) -> None:
+        for proc in self.processes.values():
+            proc.stop()
+
+    def url(self, name: str) -> str:
+        return self.processes[name].url
+
+    # -- people and state ------------------------------------------------------------------
+    async def seed(self) -> dict[str, Any]:
+        async with self.engine.begin() as conn:
+            return await seed_demo(conn)
+
+    @staticmethod
+    def token(user: dict[str, Any], org: dict[str, Any]) -> str:
+        return issue_token(AuthSettings(), user["id"], org["id"])
+
+    @staticmethod
+    def auth(token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"}
+
+    # -- verbs over the public APIs ----------------------------------------------------------
+    async def propose(self, token: str, kind: str, resource_id: str, request: dict[str, Any]
+                      ) -> httpx.Response:
+        return await self.http.post(
+            f"{self.url('agent')}/v1/operations/{kind}/propose",
+            json={"resource_id": resource_id, "request": request}, headers=self.auth(token),
+        )
+
+    async def approve(self, token: str, proposal_id: str) -> httpx.Response:
+        return await self.http.post(
+            f"{self.url('proposals')}/v1/proposals/{proposal_id}/approve", headers=self.auth(token)
+        )
+
+    async def proposal(self, token: str, proposal_id: str) -> dict[str, Any]:
+        response = await self.http.get(
+            f"{self.url('proposals')}/v1/proposals/{proposal_id}", headers=self.auth(token)
+        )
+        response.raise_for_status()
+        return dict(response.json())
+
+    async def settled(self, token: str, proposal_id: str, timeout: float = 30.0
+                      ) -> dict[str, Any]:
+        """Wait until the proposal reaches a terminal status; return it."""
+
+        async def probe() -> dict[str, Any] | None:
+            view = await self.proposal(token, proposal_id)
+            return view if view["status"] in TERMINAL else None
+
+        return await wait_until(probe, timeout=timeout, what=f"{proposal_id} to settle")
+
+    async def ledger(self) -> dict[str, Any]:
+        response = await self.http.get(f"{self.url('provider')}/v1/ledger")
+        response.raise_for_status()
+        return dict(response.json())
+
+    async def faults(self, rules: list[dict[str, Any]]) -> None:
+        response = await self.http.post(f"{self.url('provider')}/_admin/faults",
+                                        json={"rules": rules})
+        response.raise_for_status()
+
+    async def scalar(self, sql: str, **params: Any) -> Any:
+        async with self.engine.connect() as conn:
+            return (await conn.execute(text(sql), params)).scalar()
+
+    async def publish(self, exchange: str, routing_key: str, body: bytes, **props: Any) -> None:
+        connection = await aio_pika.connect(self.amqp_url)
+        async with connection:
+            channel = await connection.channel(publisher_confirms=True)
+            ex = await channel.get_exchange(self.topology.name(exchange))
+            await ex.publish(aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                                              **props), routing_key=routing_key)
+
+    async def queue_depth(self, queue: str) -> int:
+        connection = await aio_pika.connect(self.amqp_url)
+        async with connection:
+            channel = await connection.channel()
+            declared = await channel.declare_queue(queue, passive=True)
+            return int(declared.declaration_result.message_count or 0)
+
+
+def new_prefix() -> str:
+    return f"e{secrets.token_hex(4)}"
+
+
+async def delete_topology(amqp_url: str, topology: Topology) -> None:
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        await topology.delete(await connection.channel())
+
+
+def gather(*aws: Any) -> Any:
+    return asyncio.gather(*aws)

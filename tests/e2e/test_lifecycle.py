@@ -1,0 +1,107 @@
+"""Propose → approve → execute → outcome, through the real processes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from e2e_stack import Stack
+
+pytestmark = pytest.mark.e2e
+
+REFUND = "order.refund_missing_discount"
+DRAFT = "email_broadcast.apply_draft"
+
+
+def refund_request(case: dict[str, str], destination: str = "original_payment_method"
+                   ) -> dict[str, Any]:
+    return {"payment_id": case["payment_id"], "line_item_id": case["line_item_id"],
+            "discount_id": case["discount_id"], "destination": destination}
+
+
+async def propose_refund(stack: Stack, org: dict[str, Any], token: str) -> str:
+    case = org["refund_case"]
+    response = await stack.propose(token, REFUND, case["order_id"], refund_request(case))
+    assert response.status_code == 201, response.text
+    return str(response.json()["proposal"]["id"])
+
+
+def actions(view: dict[str, Any]) -> list[str]:
+    return [entry["action"] for entry in view["audit"]]
+
+
+async def test_a_card_refund_goes_from_proposal_to_succeeded(stack: Stack) -> None:
+    org = (await stack.seed())["organizations"][0]
+    token = stack.token(org["users"]["manager"], org)
+    case = org["refund_case"]
+
+    created = await stack.propose(token, REFUND, case["order_id"], refund_request(case))
+    assert created.status_code == 201, created.text
+    body = created.json()
+    proposal_id = body["proposal"]["id"]
+    assert body["proposal"]["status"] == "pending"
+    amount = body["proposal"]["preview"]["amount_cents"]
+    assert amount > 0
+    assert body["rendered_preview"]["lines"], "the human view is rendered by the operation"
+    assert (await stack.proposal(token, proposal_id))["status"] == "pending"  # stored before 201
+
+    approved = await stack.approve(token, proposal_id)
+    assert approved.status_code == 200, approved.text
+    assert approved.json()["result"] == "claimed"
+
+    view = await stack.settled(token, proposal_id)
+    assert view["status"] == "succeeded", view
+    assert view["outcome"]["result"]["amount_cents"] == amount
+    assert {"created", "claimed"} <= set(actions(view)), actions(view)
+    assert view["audit"][-1]["to_status"] == "succeeded"
+
+    refunded = await stack.scalar(
+        "SELECT refunded_cents FROM club.payments WHERE id = :p", p=case["payment_id"])
+    assert refunded == amount
+    ledger = await stack.ledger()
+    keys = [k for k in ledger["effects_per_key"] if proposal_id in k]
+    assert [ledger["effects_per_key"][k] for k in keys] == [1]
+
+
+async def test_a_broadcast_draft_goes_from_proposal_to_succeeded(stack: Stack) -> None:
+    org = (await stack.seed())["organizations"][0]
+    token = stack.token(org["users"]["manager"], org)
+    case = org["broadcast_case"]
+    request = {"segment_ids": case["segment_ids"], "subject": "Spring league",
+               "body": "Sign-ups open **Monday**."}
+
+    created = await stack.propose(token, DRAFT, case["broadcast_id"], request)
+    assert created.status_code == 201, created.text
+    proposal_id = created.json()["proposal"]["id"]
+    assert (await stack.approve(token, proposal_id)).json()["result"] == "claimed"
+
+    view = await stack.settled(token, proposal_id)
+    assert view["status"] == "succeeded", view
+    subject = await stack.scalar("SELECT subject FROM club.broadcast_forms WHERE id = :b",
+                                 b=case["broadcast_id"])
+    assert subject == "Spring league"
+    assert view["audit"][-1]["to_status"] == "succeeded"
+
+
+async def test_invalid_requests_are_refused_with_a_reason_and_store_nothing(stack: Stack) -> None:
+    seeded = (await stack.seed())["organizations"]
+    org, other = seeded[0], seeded[1]
+    token = stack.token(org["users"]["manager"], org)
+    case = org["refund_case"]
+    before = await stack.scalar("SELECT count(*) FROM proposals.proposals")
+
+    extra = await stack.propose(token, REFUND, case["order_id"],
+                                {**refund_request(case), "amount_cents": 1})
+    assert extra.status_code == 422 and extra.json()["code"] == "invalid_request"
+    foreign = await stack.propose(token, REFUND, case["order_id"],
+                                  refund_request({**case, "payment_id":
+                                                  other["refund_case"]["payment_id"]}))
+    assert foreign.status_code == 422 and foreign.json()["code"] == "payment_not_found"
+    unknown = await stack.propose(token, "order.nothing_like_this", case["order_id"], {})
+    assert unknown.status_code == 404
+    anonymous = await stack.propose("not-a-token", REFUND, case["order_id"], refund_request(case))
+    assert anonymous.status_code == 401
+    for response in (extra, foreign, unknown, anonymous):
+        assert response.headers["content-type"].startswith("application/problem+json")
+    assert await stack.scalar("SELECT count(*) FROM proposals.proposals") == before
