@@ -8,27 +8,33 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from signoff_runtime.topology import Topology
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 sys.path.insert(0, str(Path(__file__).parent))  # e2e_stack: a module name no other suite uses
 
-from e2e_stack import Stack, delete_topology, new_prefix, stack_env  # noqa: E402
+from e2e_stack import Stack, delete_topology, new_prefix, stack_env
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def stack(
-    database_url: str, amqp_url: str, engine: AsyncEngine,
+    database_url: str,
+    amqp_url: str,
+    engine: AsyncEngine,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Stack]:
     prefix = new_prefix()
     topology = Topology(prefix, delivery_limit=3)
     log_dir: Path = tmp_path_factory.mktemp(f"logs-{prefix}")
-    running = Stack(engine=engine, amqp_url=amqp_url, topology=topology,
-                    env=stack_env(database_url, amqp_url, prefix), log_dir=log_dir)
+    running = Stack(
+        engine=engine,
+        amqp_url=amqp_url,
+        topology=topology,
+        env=stack_env(database_url, amqp_url, prefix),
+        log_dir=log_dir,
+    )
     try:
         running.start()
         yield running

@@ -15,15 +15,14 @@ from typing import Any
 
 import aio_pika
 import httpx
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from signoff_club.seed import seed_demo
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.processes import ServiceProcess, provider, service
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import Topology
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 SERVICES = ("proposals", "executor", "reconciler", "agent")
 TERMINAL = {"succeeded", "revision_required", "failed", "declined", "expired", "superseded"}
@@ -96,11 +95,13 @@ class Stack:
         return {"Authorization": f"Bearer {token}"}
 
     # -- verbs over the public APIs ----------------------------------------------------------
-    async def propose(self, token: str, kind: str, resource_id: str, request: dict[str, Any]
-                      ) -> httpx.Response:
+    async def propose(
+        self, token: str, kind: str, resource_id: str, request: dict[str, Any]
+    ) -> httpx.Response:
         return await self.http.post(
             f"{self.url('agent')}/v1/operations/{kind}/propose",
-            json={"resource_id": resource_id, "request": request}, headers=self.auth(token),
+            json={"resource_id": resource_id, "request": request},
+            headers=self.auth(token),
         )
 
     async def approve(self, token: str, proposal_id: str) -> httpx.Response:
@@ -115,15 +116,14 @@ class Stack:
         response.raise_for_status()
         return dict(response.json())
 
-    async def settled(self, token: str, proposal_id: str, timeout: float = 30.0
-                      ) -> dict[str, Any]:
+    async def settled(self, token: str, proposal_id: str, within: float = 30.0) -> dict[str, Any]:
         """Wait until the proposal reaches a terminal status; return it."""
 
         async def probe() -> dict[str, Any] | None:
             view = await self.proposal(token, proposal_id)
             return view if view["status"] in TERMINAL else None
 
-        return await wait_until(probe, timeout=timeout, what=f"{proposal_id} to settle")
+        return await wait_until(probe, timeout=within, what=f"{proposal_id} to settle")
 
     async def ledger(self) -> dict[str, Any]:
         response = await self.http.get(f"{self.url('provider')}/v1/ledger")
@@ -131,8 +131,9 @@ class Stack:
         return dict(response.json())
 
     async def faults(self, rules: list[dict[str, Any]]) -> None:
-        response = await self.http.post(f"{self.url('provider')}/_admin/faults",
-                                        json={"rules": rules})
+        response = await self.http.post(
+            f"{self.url('provider')}/_admin/faults", json={"rules": rules}
+        )
         response.raise_for_status()
 
     async def scalar(self, sql: str, **params: Any) -> Any:
@@ -144,8 +145,10 @@ class Stack:
         async with connection:
             channel = await connection.channel(publisher_confirms=True)
             ex = await channel.get_exchange(self.topology.name(exchange))
-            await ex.publish(aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-                                              **props), routing_key=routing_key)
+            await ex.publish(
+                aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT, **props),
+                routing_key=routing_key,
+            )
 
     async def queue_depth(self, queue: str) -> int:
         connection = await aio_pika.connect(self.amqp_url)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from e2e_stack import Stack
 
 pytestmark = pytest.mark.e2e
@@ -14,10 +13,15 @@ REFUND = "order.refund_missing_discount"
 DRAFT = "email_broadcast.apply_draft"
 
 
-def refund_request(case: dict[str, str], destination: str = "original_payment_method"
-                   ) -> dict[str, Any]:
-    return {"payment_id": case["payment_id"], "line_item_id": case["line_item_id"],
-            "discount_id": case["discount_id"], "destination": destination}
+def refund_request(
+    case: dict[str, str], destination: str = "original_payment_method"
+) -> dict[str, Any]:
+    return {
+        "payment_id": case["payment_id"],
+        "line_item_id": case["line_item_id"],
+        "discount_id": case["discount_id"],
+        "destination": destination,
+    }
 
 
 async def propose_refund(stack: Stack, org: dict[str, Any], token: str) -> str:
@@ -57,7 +61,8 @@ async def test_a_card_refund_goes_from_proposal_to_succeeded(stack: Stack) -> No
     assert view["audit"][-1]["to_status"] == "succeeded"
 
     refunded = await stack.scalar(
-        "SELECT refunded_cents FROM club.payments WHERE id = :p", p=case["payment_id"])
+        "SELECT refunded_cents FROM club.payments WHERE id = :p", p=case["payment_id"]
+    )
     assert refunded == amount
     ledger = await stack.ledger()
     keys = [k for k in ledger["effects_per_key"] if proposal_id in k]
@@ -68,8 +73,11 @@ async def test_a_broadcast_draft_goes_from_proposal_to_succeeded(stack: Stack) -
     org = (await stack.seed())["organizations"][0]
     token = stack.token(org["users"]["manager"], org)
     case = org["broadcast_case"]
-    request = {"segment_ids": case["segment_ids"], "subject": "Spring league",
-               "body": "Sign-ups open **Monday**."}
+    request = {
+        "segment_ids": case["segment_ids"],
+        "subject": "Spring league",
+        "body": "Sign-ups open **Monday**.",
+    }
 
     created = await stack.propose(token, DRAFT, case["broadcast_id"], request)
     assert created.status_code == 201, created.text
@@ -78,8 +86,9 @@ async def test_a_broadcast_draft_goes_from_proposal_to_succeeded(stack: Stack) -
 
     view = await stack.settled(token, proposal_id)
     assert view["status"] == "succeeded", view
-    subject = await stack.scalar("SELECT subject FROM club.broadcast_forms WHERE id = :b",
-                                 b=case["broadcast_id"])
+    subject = await stack.scalar(
+        "SELECT subject FROM club.broadcast_forms WHERE id = :b", b=case["broadcast_id"]
+    )
     assert subject == "Spring league"
     assert view["audit"][-1]["to_status"] == "succeeded"
 
@@ -91,12 +100,16 @@ async def test_invalid_requests_are_refused_with_a_reason_and_store_nothing(stac
     case = org["refund_case"]
     before = await stack.scalar("SELECT count(*) FROM proposals.proposals")
 
-    extra = await stack.propose(token, REFUND, case["order_id"],
-                                {**refund_request(case), "amount_cents": 1})
+    extra = await stack.propose(
+        token, REFUND, case["order_id"], {**refund_request(case), "amount_cents": 1}
+    )
     assert extra.status_code == 422 and extra.json()["code"] == "invalid_request"
-    foreign = await stack.propose(token, REFUND, case["order_id"],
-                                  refund_request({**case, "payment_id":
-                                                  other["refund_case"]["payment_id"]}))
+    foreign = await stack.propose(
+        token,
+        REFUND,
+        case["order_id"],
+        refund_request({**case, "payment_id": other["refund_case"]["payment_id"]}),
+    )
     assert foreign.status_code == 422 and foreign.json()["code"] == "payment_not_found"
     unknown = await stack.propose(token, "order.nothing_like_this", case["order_id"], {})
     assert unknown.status_code == 404
