@@ -94,7 +94,9 @@ class RefundRequest(BaseModel):
 
 class RefundArguments(BaseModel):
     """Exactly what runs. ``payment_ref`` is the card charge for ``card_refund`` (else None):
-    ``perform`` has no database, so the charge it refunds travels with the contract."""
+    ``perform`` has no database, so the charge it refunds travels with the contract.
+    ``order_total_cents`` is the total the preview showed (now, and less the refund after):
+    revalidation compares it, so an order changed since is not refunded under wrong totals."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -106,6 +108,7 @@ class RefundArguments(BaseModel):
     currency: str = Field(pattern=r"^[A-Z]{3}$")
     destination: Destination
     payment_ref: str | None = None
+    order_total_cents: int = Field(ge=0)
 
 
 class RefundPreview(BaseModel):
@@ -227,6 +230,12 @@ REASONS: dict[str, dict[Locale, str]] = {
         "fr": "Le remboursement serait maintenant de {current_cents} cents au lieu de "
         "{previous_cents}.",
     },
+    "order_total_changed": {
+        "en": "The order total is now {current_total_cents} cents instead of "
+        "{previous_total_cents}.",
+        "fr": "Le total de la commande est maintenant de {current_total_cents} cents au lieu de "
+        "{previous_total_cents}.",
+    },
     "refund_declined": {
         "en": "The card provider declined the refund ({provider_code}).",
         "fr": "Le fournisseur de paiement a refusé le remboursement ({provider_code}).",
@@ -300,6 +309,7 @@ class RefundMissingDiscount(
             currency=facts.currency,
             destination=destination,
             payment_ref=facts.payment_ref if destination == "card_refund" else None,
+            order_total_cents=facts.order_total,
         )
         preview = RefundPreview(
             participant_name=facts.participant_name,
@@ -350,6 +360,14 @@ class RefundMissingDiscount(
             )
         if facts.attempt_in_progress:
             return Reason(code="refund_in_progress")
+        if facts.order_total != arguments.order_total_cents:
+            return Reason(
+                code="order_total_changed",
+                params={
+                    "previous_total_cents": arguments.order_total_cents,
+                    "current_total_cents": facts.order_total,
+                },
+            )
         if not destination_fits(facts.method, arguments.destination) or (
             arguments.destination == "card_refund" and facts.payment_ref != arguments.payment_ref
         ):

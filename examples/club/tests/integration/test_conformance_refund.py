@@ -1,0 +1,333 @@
+"""``order.refund_missing_discount`` under the operation conformance kit.
+
+Two destinations, two classes, because they take different roads through the same attempt
+protocol: ``card_refund`` calls the card-provider simulator (a real process, the session's
+``card_provider``), so the kit's lost-answer and reconcile checks meet a real dropped
+connection; ``account_credit`` is applied by ``record`` alone and must never reach the
+provider, even when the provider would misbehave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import pytest
+from signoff_card_provider.client import CardProviderClient
+from signoff_card_provider.testing import SimulatorAdmin
+from signoff_club import tables as t
+from signoff_club import testing
+from signoff_club.directory import ClubDirectory
+from signoff_club.operations.refund_missing_discount import RefundMissingDiscount
+from signoff_club.settings import ClubSettings
+from signoff_conformance import (
+    ConformanceCase,
+    OperationConformance,
+    StaleFact,
+    new_context,
+    resolve_request,
+    run_external,
+    stored,
+)
+from signoff_contracts.ids import new_id
+from signoff_contracts.operations import Actor, AnyOperation, AttemptRef, Rejected
+from signoff_contracts.outcomes import Succeeded
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+#: what each out-of-scope request must be rejected with (proves it names the foreign record)
+OUT_OF_SCOPE_CODES = {
+    "other_orgs_payment": "payment_not_found",
+    "other_orgs_line_item": "line_item_not_found",
+    "other_orgs_discount": "discount_not_found",
+    "other_orgs_whole_request": "payment_not_found",
+    "no_such_payment": "payment_not_found",
+}
+#: what each stale fact must fail with (proves the fact breaks what its name says)
+STALE_CODES = {
+    "discount_applied_elsewhere": "discount_already_applied",
+    "discount_no_longer_owed": "discount_not_applicable",
+    "line_item_repriced": "amount_changed",
+    "discount_value_changed": "amount_changed",
+    "payment_partially_refunded_elsewhere": "insufficient_refundable",
+    "unresolved_attempt_exists": "refund_in_progress",
+    "order_total_changed_elsewhere": "order_total_changed",
+}
+CARD_STALE_CODES = {**STALE_CODES, "card_charge_replaced": "destination_unsupported"}
+
+
+async def actors(engine: AsyncEngine, org: dict[str, Any]) -> tuple[Actor, Actor]:
+    """The seeded manager and viewer, with the roles the club's directory gives them now."""
+    found = []
+    async with engine.connect() as conn:
+        for role in ("manager", "viewer"):
+            member = await ClubDirectory().membership(conn, org["users"][role]["id"], org["id"])
+            assert member is not None and member.role == role
+            found.append(Actor(user_id=member.user_id, organization_id=org["id"], role=role))
+    return found[0], found[1]
+
+
+def out_of_scope(world: testing.RefundWorld) -> dict[str, dict[str, Any]]:
+    mine, theirs = world.request, world.foreign_request
+    return {
+        "other_orgs_payment": {**mine, "payment_id": theirs["payment_id"]},
+        "other_orgs_line_item": {**mine, "line_item_id": theirs["line_item_id"]},
+        "other_orgs_discount": {**mine, "discount_id": theirs["discount_id"]},
+        "other_orgs_whole_request": {**theirs, "destination": mine["destination"]},
+        "no_such_payment": {**mine, "payment_id": new_id("pay")},
+    }
+
+
+def stale_facts(world: testing.RefundWorld, *, card: bool) -> dict[str, StaleFact]:
+    """Mutations of the facts the preview rests on, each through the connection given."""
+    ids = world.organization["refund_case"]
+    evidence, payments = t.line_item_discounts, t.payments
+    owed = (evidence.c.line_item_id == ids["line_item_id"]) & (
+        evidence.c.discount_id == ids["discount_id"]
+    )
+
+    async def discount_applied_elsewhere(conn: AsyncConnection) -> None:
+        await conn.execute(
+            update(evidence).where(owed).values(applied=True, applied_proposal_id=new_id("prp"))
+        )
+
+    async def discount_no_longer_owed(conn: AsyncConnection) -> None:
+        await conn.execute(evidence.delete().where(owed))
+
+    async def line_item_repriced(conn: AsyncConnection) -> None:
+        await conn.execute(
+            update(t.line_items)
+            .where(t.line_items.c.id == ids["line_item_id"])
+            .values(unit_price_cents=29_999, amount_cents=29_999)
+        )
+
+    async def discount_value_changed(conn: AsyncConnection) -> None:
+        await conn.execute(
+            update(t.discounts).where(t.discounts.c.id == ids["discount_id"]).values(value=1_500)
+        )
+
+    async def payment_partially_refunded_elsewhere(conn: AsyncConnection) -> None:
+        """Another refund left 30.00 of the 35.00 owed refundable."""
+        await conn.execute(
+            update(payments)
+            .where(payments.c.id == ids["payment_id"])
+            .values(refunded_cents=payments.c.amount_cents - 3_000)
+        )
+
+    async def unresolved_attempt_exists(conn: AsyncConnection) -> None:
+        """Another proposal's refund of the same payment whose answer never came back."""
+        proposal_id = new_id("prp")
+        await conn.execute(
+            t.refund_attempts.insert().values(
+                id=new_id("att"),
+                proposal_id=proposal_id,
+                organization_id=world.scope.organization_id,
+                order_id=ids["order_id"],
+                payment_id=ids["payment_id"],
+                line_item_id=new_id("lin"),
+                discount_id=new_id("dsc"),
+                destination="card_refund",
+                amount_cents=100,
+                currency="CAD",
+                idempotency_key=f"signoff-refund-{proposal_id}",
+                status="unknown",
+                lease_until=func.now(),
+                client_timeout_s=5.0,
+                request={},
+            )
+        )
+
+    async def order_total_changed_elsewhere(conn: AsyncConnection) -> None:
+        """Another line of the order got 25.00 off: the totals the preview showed are wrong."""
+        lines, orders = t.line_items, t.orders
+        await conn.execute(
+            update(lines)
+            .where(lines.c.order_id == ids["order_id"], lines.c.id != ids["line_item_id"])
+            .values(amount_cents=lines.c.amount_cents - 2_500)
+        )
+        await conn.execute(
+            update(orders)
+            .where(orders.c.id == ids["order_id"])
+            .values(total_cents=orders.c.total_cents - 2_500)
+        )
+
+    async def card_charge_replaced(conn: AsyncConnection) -> None:
+        await conn.execute(
+            update(payments)
+            .where(payments.c.id == ids["payment_id"])
+            .values(provider_ref=f"ch_replaced_{new_id('pay')}")
+        )
+
+    facts: dict[str, StaleFact] = {
+        "discount_applied_elsewhere": discount_applied_elsewhere,
+        "discount_no_longer_owed": discount_no_longer_owed,
+        "line_item_repriced": line_item_repriced,
+        "discount_value_changed": discount_value_changed,
+        "payment_partially_refunded_elsewhere": payment_partially_refunded_elsewhere,
+        "unresolved_attempt_exists": unresolved_attempt_exists,
+        "order_total_changed_elsewhere": order_total_changed_elsewhere,
+    }
+    return facts | ({"card_charge_replaced": card_charge_replaced} if card else {})
+
+
+def effect_counter(
+    engine: AsyncEngine, order_id: str, payment_ref: str, admin: SimulatorAdmin
+) -> Callable[[], Awaitable[int]]:
+    """Money moved for this order, by the provider's ledger *and* by the club's records.
+
+    One refund leaves two rows (a refund row and a provider effect, or a refund row and a
+    credit), so the rows are not summed: money moved (provider effects for this charge, plus
+    account credits) and refunds recorded are counted apart, and the larger is the number of
+    effects — a duplicate on either side shows.
+    """
+
+    async def count() -> int:
+        refunds, credits = t.refunds, t.account_credits
+        async with engine.connect() as conn:
+            recorded = await conn.scalar(
+                select(func.count()).select_from(refunds).where(refunds.c.order_id == order_id)
+            )
+            credited = await conn.scalar(
+                select(func.count())
+                .select_from(credits.join(refunds, refunds.c.id == credits.c.refund_id))
+                .where(refunds.c.order_id == order_id)
+            )
+        ledger = (await admin.ledger())["items"]
+        charged = sum(1 for effect in ledger if effect["payment_ref"] == payment_ref)
+        return max(int(recorded or 0), charged + int(credited or 0))
+
+    return count
+
+
+async def attempt_exists(conn: AsyncConnection, attempt: AttemptRef) -> bool:
+    a = t.refund_attempts
+    found = await conn.scalar(
+        select(func.count()).where(
+            a.c.id == attempt.attempt_id, a.c.idempotency_key == attempt.idempotency_key
+        )
+    )
+    return found == 1
+
+
+async def refund_case(
+    engine: AsyncEngine, settings: ClubSettings, admin: SimulatorAdmin, *, requested: str
+) -> ConformanceCase:
+    world = await testing.refund_world(engine, settings)
+    world = replace(world, request={**world.request, "destination": requested})
+    ids = world.organization["refund_case"]
+    async with engine.connect() as conn:
+        payment_ref = await conn.scalar(
+            select(t.payments.c.provider_ref).where(t.payments.c.id == ids["payment_id"])
+        )
+    assert payment_ref is not None
+
+    async def lose_next_response() -> None:
+        rule = {"mode": "drop_response", "count": 1, "payment_ref": payment_ref}
+        await admin.set_faults(rules=[rule])
+
+    manager, viewer = await actors(engine, world.organization)
+    return ConformanceCase(
+        scope=world.scope,
+        manager=manager,
+        viewer=viewer,
+        valid_request=world.request,
+        out_of_scope_requests=out_of_scope(world),
+        stale_facts=stale_facts(world, card=requested == "original_payment_method"),
+        engine=engine,
+        count_effects=effect_counter(engine, ids["order_id"], payment_ref, admin),
+        provider_factory=partial(CardProviderClient, settings.provider_url, timeout_s=2.0),
+        lose_next_response=lose_next_response,
+        attempt_exists=attempt_exists,
+    )
+
+
+class RefundChecks(OperationConformance):
+    """The kit's checks, plus: each request and fact fails for the reason its name gives."""
+
+    operation = RefundMissingDiscount
+    stale_codes: dict[str, str] = STALE_CODES
+
+    async def test_each_out_of_scope_request_is_rejected_for_its_own_reason(
+        self, op: AnyOperation, case: ConformanceCase
+    ) -> None:
+        codes = {}
+        for name, request in case.out_of_scope_requests.items():
+            with pytest.raises(Rejected) as rejected:
+                await resolve_request(op, case, request)
+            codes[name] = rejected.value.reason.code
+        assert codes == OUT_OF_SCOPE_CODES
+
+    async def test_each_stale_fact_fails_for_its_own_reason(
+        self, op: AnyOperation, case: ConformanceCase
+    ) -> None:
+        args = stored(op, (await resolve_request(op, case, case.valid_request)).arguments)
+        codes = {}
+        for name, fact in case.stale_facts.items():
+            async with case.engine.connect() as conn:
+                tx = await conn.begin()
+                await fact(conn)
+                reason = await op.revalidate(args, case.scope, conn)
+                await tx.rollback()
+            codes[name] = reason.code if reason else None
+        assert codes == self.stale_codes
+
+
+class TestRefundToCardConformance(RefundChecks):
+    """``original_payment_method`` on a card payment: the provider is really called."""
+
+    stale_codes = CARD_STALE_CODES
+
+    @pytest.fixture
+    async def case(
+        self, engine: AsyncEngine, club_settings: ClubSettings, provider_admin: SimulatorAdmin
+    ) -> ConformanceCase:
+        return await refund_case(
+            engine, club_settings, provider_admin, requested="original_payment_method"
+        )
+
+
+class TestRefundToAccountCreditConformance(RefundChecks):
+    """``account_credit``: the same attempt protocol, with no provider call at all.
+
+    Two kit checks assume ``perform`` calls the provider; for a local destination the
+    promise is the opposite, so they are overridden to prove that instead.
+    """
+
+    @pytest.fixture
+    async def case(
+        self, engine: AsyncEngine, club_settings: ClubSettings, provider_admin: SimulatorAdmin
+    ) -> ConformanceCase:
+        return await refund_case(engine, club_settings, provider_admin, requested="account_credit")
+
+    async def test_attempt_is_committed_before_the_provider_is_called(
+        self, op: AnyOperation, case: ConformanceCase
+    ) -> None:
+        """Overridden: the attempt is committed, and ``perform`` never calls the provider."""
+        assert case.attempt_exists is not None
+        calls: list[AttemptRef] = []
+
+        async def called(attempt: AttemptRef) -> None:
+            calls.append(attempt)
+
+        arguments = (await resolve_request(op, case, case.valid_request)).arguments
+        run = await run_external(op, case, new_context(case), arguments, on_provider_call=called)
+        assert run.status == "executed" and isinstance(run.outcome, Succeeded), run
+        assert calls == [], "a local destination called the card provider"
+        assert run.attempt is not None
+        async with case.engine.connect() as conn:
+            assert await case.attempt_exists(conn, run.attempt)
+
+    async def test_lost_response_is_reconciled_to_one_effect(
+        self, op: AnyOperation, case: ConformanceCase
+    ) -> None:
+        """Overridden: with a lost answer scripted at the provider, a local destination is
+        untouched by it — it executes (no ``EffectUncertain``) with one effect."""
+        assert case.lose_next_response is not None
+        arguments = (await resolve_request(op, case, case.valid_request)).arguments
+        before = await case.count_effects()
+        await case.lose_next_response()
+        run = await run_external(op, case, new_context(case), arguments)
+        assert run.status == "executed" and isinstance(run.outcome, Succeeded), run
+        assert await case.count_effects() - before == 1
