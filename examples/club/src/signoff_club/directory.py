@@ -52,10 +52,19 @@ class ClubDirectory:
         return None if row is None else _membership(row)
 
     async def memberships(self, conn: AsyncConnection, user_id: str) -> list[Membership]:
+        """Every club of the person named by id (``usr_…``) or by e-mail address.
+
+        The e-mail form is for people at a terminal (``signoff token --user manager@…``);
+        addresses are stored lower-case, so it matches whatever case was typed. The
+        parameter keeps the ``Directory`` protocol's name so keyword callers still work.
+        """
+        who = (
+            t.users.c.email == user_id.strip().lower()
+            if "@" in user_id
+            else t.memberships.c.user_id == user_id
+        )
         rows = await conn.execute(
-            _query()
-            .where(t.memberships.c.user_id == user_id)
-            .order_by(t.organizations.c.created_at, t.organizations.c.id)
+            _query().where(who).order_by(t.organizations.c.created_at, t.organizations.c.id)
         )
         return [_membership(row) for row in rows]
 

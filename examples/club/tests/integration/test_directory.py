@@ -36,3 +36,23 @@ async def test_sign_in(engine: AsyncEngine, refund_world: RefundWorld) -> None:
         assert await authenticate(conn, "nobody@club.example", "demo-manager") is None
         other_org = refund_world.other_organization["id"]
         assert await authenticate(conn, manager["email"], manager["password"], other_org) is None
+
+
+async def test_memberships_by_email_match_whatever_case_was_typed(
+    engine: AsyncEngine, refund_world: RefundWorld
+) -> None:
+    """``signoff token --user manager+x@club.example`` names the person by e-mail."""
+    directory = ClubDirectory()
+    org = refund_world.organization
+    manager = org["users"]["manager"]
+    async with engine.connect() as conn:
+        by_id = await directory.memberships(conn, manager["id"])
+        by_email = await directory.memberships(conn, manager["email"])
+        shouted = await directory.memberships(conn, f"  {manager['email'].upper()} ")
+        assert by_email == shouted == by_id
+        assert [(m.user_id, m.organization_id, m.role) for m in by_email] == [
+            (manager["id"], org["id"], "manager")
+        ]
+        assert await directory.memberships(conn, "nobody@club.example") == []
+        # an id is never read as an address, nor an address as an id
+        assert await directory.memberships(conn, manager["email"].split("@")[0]) == []
