@@ -74,13 +74,20 @@ def test_make_run_from_a_clean_clone_serves_the_readme_walkthrough(
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         assert "status: succeeded" in result.stdout, result.stdout[-3000:]
     finally:
-        os.killpg(run.pid, signal.SIGINT)
-        try:
-            run.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(run.pid, signal.SIGKILL)
+        _stop(run)
         log.close()
         shutil.rmtree(clone / ".venv", ignore_errors=True)
+
+
+def _stop(run: subprocess.Popen[bytes]) -> None:
+    if run.poll() is not None:
+        return
+    os.killpg(run.pid, signal.SIGINT)
+    try:
+        run.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait(10)
 
 
 def _wait_for_banner(log: Path, run: subprocess.Popen[bytes], deadline_s: float) -> None:

@@ -26,6 +26,8 @@ from signoff_runtime.migrations import upgrade_all
 from signoff_runtime.settings import ServiceSettings
 
 app = typer.Typer(no_args_is_help=True, help="Run signoff locally.")
+#: the ``signoff`` of this environment, whether or not its ``bin`` is on PATH
+SIGNOFF = str(Path(sys.executable).with_name("signoff"))
 
 #: name → (command, health URL). Ports are the defaults of DESIGN.md, each overridable by env.
 def processes() -> dict[str, tuple[str, str]]:
@@ -38,7 +40,7 @@ def processes() -> dict[str, tuple[str, str]]:
         "provider": env.get("SIGNOFF_CARD_PROVIDER_PORT", "8010"),
     }
     table = {
-        name: (f"signoff serve {name}", f"http://127.0.0.1:{port[name]}/healthz")
+        name: (f"{SIGNOFF} serve {name}", f"http://127.0.0.1:{port[name]}/healthz")
         for name in ("proposals", "executor", "reconciler", "agent")
     }
     table["provider"] = (f"{sys.executable} -m signoff_card_provider",
@@ -51,7 +53,7 @@ def processes() -> dict[str, tuple[str, str]]:
 def _seed_once(state: Path, fresh_database: bool) -> dict[str, object]:
     if state.exists() and not fresh_database:
         return dict(json.loads(state.read_text()))
-    out = subprocess.run(["signoff", "demo", "seed"], check=True, capture_output=True, text=True)
+    out = subprocess.run([SIGNOFF, "demo", "seed"], check=True, capture_output=True, text=True)
     state.write_text(out.stdout)
     return dict(json.loads(out.stdout))
 
@@ -96,7 +98,7 @@ def run(state_dir: Path = typer.Option(Path(".run"), help="Where local state is 
     table = processes()
     procfile = state_dir / "Procfile"
     procfile.write_text("".join(f"{name}: {cmd}\n" for name, (cmd, _) in table.items()))
-    honcho = subprocess.Popen(["honcho", "start", "-f", str(procfile), "-d", "."])
+    honcho = subprocess.Popen([str(Path(sys.executable).with_name("honcho")), "start", "-f", str(procfile), "-d", "."])
     stop = lambda *_: honcho.send_signal(signal.SIGTERM)  # noqa: E731
     signal.signal(signal.SIGTERM, stop)
     try:
