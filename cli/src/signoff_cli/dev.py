@@ -45,6 +45,7 @@ def processes() -> dict[str, tuple[str, str]]:
     }
     table["provider"] = (f"{sys.executable} -m signoff_card_provider",
                          f"http://127.0.0.1:{port['provider']}/healthz")
+    os.environ.setdefault("SIGNOFF_LOG_JSON", "false")  # people read these logs; JSON for machines
     # The club domain calls the simulator this command runs, wherever its port is.
     os.environ.setdefault("SIGNOFF_CLUB_PROVIDER_URL", f"http://127.0.0.1:{port['provider']}")
     return table
