@@ -1,4 +1,4 @@
-"""Fixtures of the executor's tests: a database with the executor's and reconciler's schemas, the
+"""Fixtures of the executor's tests: a database with the executor's schema, the
 test domain's schema, a fake provider, the operations.
 
 ``tests/`` goes on ``sys.path`` so tests (and service processes started by them) import the test
@@ -36,7 +36,7 @@ from support.bus import Bus  # noqa: E402
 from support.operations import AddNote, ChargeBoard  # noqa: E402
 from support.provider import FakeProvider  # noqa: E402
 
-OWN_MIGRATIONS = ("signoff_executor.migrations", "signoff_reconciler.migrations")
+OWN_MIGRATIONS = ("signoff_executor.migrations",)
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -97,7 +97,7 @@ async def settings(
     marked sent so this test's relays publish only this test's messages.
     """
     async with engine.begin() as conn:
-        for schema in ("executor", "reconciler"):
+        for schema in ("executor",):
             await conn.execute(
                 text(
                     f"UPDATE {schema}.outbox SET sent_at = now(), last_error = 'stale test row' "

@@ -1,4 +1,4 @@
-"""Running the executor (and the reconciler) in-process and reading what they stored."""
+"""Running the executor in-process and reading what it stored."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from signoff_contracts.outcomes import OperationOutcome, outcome_adapter
 from signoff_contracts.v1 import OutcomeReported, ReconciliationRequired
 from signoff_executor.app import create_app
 from signoff_executor.settings import ExecutorGroup, ExecutorSettings
-from signoff_reconciler.app import create_app as create_reconciler
-from signoff_reconciler.settings import ReconcilerGroup, ReconcilerSettings
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AmqpSettings, ContractSettings, DatabaseSettings
 from signoff_runtime.testing import wait_until
@@ -84,44 +82,3 @@ async def outbox(engine: AsyncEngine, proposal_id: str) -> list[Any]:
         )
         parsed.append(model.model_validate_json(bytes(row.body)))
     return parsed
-
-
-def reconciler_settings(database_url: str, amqp_url: str, topology: Topology) -> ReconcilerSettings:
-    return ReconcilerSettings(
-        env="test",
-        log_level="WARNING",
-        db=DatabaseSettings(url=database_url, pool_size=4),
-        amqp=AmqpSettings(
-            url=amqp_url, prefix=topology.prefix, delivery_limit=topology.delivery_limit
-        ),
-        reconciler=ReconcilerGroup(poll_s=0.2, base_backoff_s=0.2, max_backoff_s=1.0),
-    )
-
-
-@asynccontextmanager
-async def running_reconciler(
-    settings: ReconcilerSettings, operations: Operations
-) -> AsyncIterator[FastAPI]:
-    app = create_reconciler(settings, operations)
-    async with app.router.lifespan_context(app):
-        yield app
-
-
-async def check(engine: AsyncEngine, proposal_id: str) -> Any:
-    async with engine.connect() as conn:
-        return (
-            await conn.execute(
-                text("SELECT * FROM reconciler.checks WHERE proposal_id = :p"), {"p": proposal_id}
-            )
-        ).first()
-
-
-async def reconciler_outbox(engine: AsyncEngine, proposal_id: str) -> list[OutcomeReported]:
-    async with engine.connect() as conn:
-        rows = (
-            await conn.execute(
-                text("SELECT body FROM reconciler.outbox WHERE correlation_id = :p ORDER BY id"),
-                {"p": proposal_id},
-            )
-        ).all()
-    return [OutcomeReported.model_validate_json(bytes(row.body)) for row in rows]
