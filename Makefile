@@ -35,7 +35,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 types: install
-	$(VENV)/bin/mypy $(foreach p,$(PACKAGES),$(p)/src)
+	$(VENV)/bin/mypy $(foreach p,$(notdir $(PACKAGES)),-p signoff_$(subst -,_,$(p)))
 
 ## check: format, lint, types, tests
 check: lint types test

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy.engine import make_url
-
 from signoff_runtime.testing.processes import free_port
+from sqlalchemy.engine import make_url
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def walkthrough() -> str:
     readme = (ROOT / "README.md").read_text()
-    block = re.search(r"<!-- walkthrough:start -->\s*```sh\n(.*?)```\s*<!-- walkthrough:end -->",
-                      readme, re.S)
+    block = re.search(
+        r"<!-- walkthrough:start -->\s*```sh\n(.*?)```\s*<!-- walkthrough:end -->", readme, re.S
+    )
     assert block, "README.md lost its walkthrough markers"
     return block.group(1)
 
@@ -42,8 +42,9 @@ def test_make_run_from_a_clean_clone_serves_the_readme_walkthrough(
     clone: Path, database_url: str, amqp_url: str
 ) -> None:
     db = make_url(database_url)
-    ports = {name: free_port() for name in ("agent", "proposals", "executor", "reconciler",
-                                             "provider")}
+    ports = {
+        name: free_port() for name in ("agent", "proposals", "executor", "reconciler", "provider")
+    }
     env = {
         **os.environ,
         "SIGNOFF_DB__URL": db.set(database=f"{db.database}_run").render_as_string(False),
@@ -57,19 +58,31 @@ def test_make_run_from_a_clean_clone_serves_the_readme_walkthrough(
     }
     env.pop("VIRTUAL_ENV", None)
     log = (clone / "make-run.log").open("wb")
-    run = subprocess.Popen(["make", "run"], cwd=clone, env=env, stdout=log,
-                           stderr=subprocess.STDOUT, start_new_session=True)
+    run = subprocess.Popen(
+        ["make", "run"],
+        cwd=clone,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         _wait_for_banner(clone / "make-run.log", run, deadline_s=420)
         for name, port in ports.items():
             assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200, name
         script = walkthrough()
         result = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", script], cwd=clone, capture_output=True, text=True,
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=clone,
+            capture_output=True,
+            text=True,
             timeout=180,
-            env={**env, "AGENT": f"http://127.0.0.1:{ports['agent']}",
-                 "PROPOSALS": f"http://127.0.0.1:{ports['proposals']}",
-                 "PROVIDER": f"http://127.0.0.1:{ports['provider']}"},
+            env={
+                **env,
+                "AGENT": f"http://127.0.0.1:{ports['agent']}",
+                "PROPOSALS": f"http://127.0.0.1:{ports['proposals']}",
+                "PROVIDER": f"http://127.0.0.1:{ports['provider']}",
+            },
         )
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         assert "status: succeeded" in result.stdout, result.stdout[-3000:]
@@ -99,5 +112,6 @@ def _wait_for_banner(log: Path, run: subprocess.Popen[bytes], deadline_s: float)
         if run.poll() is not None or "not healthy after" in text:
             raise AssertionError(f"make run failed:\n{text[-4000:]}")
         time.sleep(0.5)
-    raise AssertionError(f"make run not ready after {deadline_s}s:\n"
-                         + log.read_text(errors="replace")[-4000:])
+    raise AssertionError(
+        f"make run not ready after {deadline_s}s:\n" + log.read_text(errors="replace")[-4000:]
+    )

@@ -6,11 +6,10 @@ import asyncio
 
 import asyncpg
 import typer
-from sqlalchemy.engine import make_url
-
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.migrations import upgrade_all
 from signoff_runtime.settings import ServiceSettings
+from sqlalchemy.engine import make_url
 
 app = typer.Typer(no_args_is_help=True, help="Database set-up.")
 
@@ -21,8 +20,9 @@ async def ensure_database(url: str) -> bool:
     admin = asyncpg_dsn(target.set(database="postgres").render_as_string(hide_password=False))
     conn = await asyncpg.connect(admin)
     try:
-        exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1",
-                                     target.database)
+        exists = await conn.fetchval(
+            "SELECT 1 FROM pg_database WHERE datname = $1", target.database
+        )
         if exists:
             return False
         await conn.execute(f'CREATE DATABASE "{target.database}"')

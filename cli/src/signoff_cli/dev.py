@@ -16,18 +16,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import typer
+from signoff_runtime.migrations import upgrade_all
+from signoff_runtime.settings import ServiceSettings
 from sqlalchemy.engine import make_url
 
 from signoff_cli.database import ensure_database
-from signoff_runtime.migrations import upgrade_all
-from signoff_runtime.settings import ServiceSettings
 
 app = typer.Typer(no_args_is_help=True, help="Run signoff locally.")
 #: the ``signoff`` of this environment, whether or not its ``bin`` is on PATH
 SIGNOFF = str(Path(sys.executable).with_name("signoff"))
+
 
 #: name → (command, health URL). Ports are the defaults of DESIGN.md, each overridable by env.
 def processes() -> dict[str, tuple[str, str]]:
@@ -43,15 +45,17 @@ def processes() -> dict[str, tuple[str, str]]:
         name: (f"{SIGNOFF} serve {name}", f"http://127.0.0.1:{port[name]}/healthz")
         for name in ("proposals", "executor", "reconciler", "agent")
     }
-    table["provider"] = (f"{sys.executable} -m signoff_card_provider",
-                         f"http://127.0.0.1:{port['provider']}/healthz")
+    table["provider"] = (
+        f"{sys.executable} -m signoff_card_provider",
+        f"http://127.0.0.1:{port['provider']}/healthz",
+    )
     os.environ.setdefault("SIGNOFF_LOG_JSON", "false")  # people read these logs; JSON for machines
     # The club domain calls the simulator this command runs, wherever its port is.
     os.environ.setdefault("SIGNOFF_CLUB_PROVIDER_URL", f"http://127.0.0.1:{port['provider']}")
     return table
 
 
-def _seed_once(state: Path, fresh_database: bool) -> dict[str, object]:
+def _seed_once(state: Path, fresh_database: bool) -> dict[str, Any]:
     if state.exists() and not fresh_database:
         return dict(json.loads(state.read_text()))
     out = subprocess.run([SIGNOFF, "demo", "seed"], check=True, capture_output=True, text=True)
@@ -73,12 +77,12 @@ def _wait_healthy(urls: dict[str, str], deadline_s: float) -> list[str]:
     return sorted(pending)
 
 
-def _banner(demo: dict[str, object], table: dict[str, tuple[str, str]]) -> str:
+def _banner(demo: dict[str, Any], table: dict[str, tuple[str, str]]) -> str:
     lines = ["", "signoff is running. Ctrl-C stops everything.", ""]
     for name, (_, url) in table.items():
         lines.append(f"  {name:<11} {url.removesuffix('/healthz')}")
     lines += ["", "Demo people (sign-in e-mail / password; tokens: signoff token --user EMAIL):"]
-    for org in demo.get("organizations", []):  # type: ignore[union-attr]
+    for org in demo.get("organizations", []):
         lines.append(f"  {org['name']} ({org['id']})")
         for role, user in org["users"].items():
             lines.append(f"    {role:<8} {user['email']} / {user['password']}")
@@ -99,7 +103,9 @@ def run(state_dir: Path = typer.Option(Path(".run"), help="Where local state is 
     table = processes()
     procfile = state_dir / "Procfile"
     procfile.write_text("".join(f"{name}: {cmd}\n" for name, (cmd, _) in table.items()))
-    honcho = subprocess.Popen([str(Path(sys.executable).with_name("honcho")), "start", "-f", str(procfile), "-d", "."])
+    honcho = subprocess.Popen(
+        [str(Path(sys.executable).with_name("honcho")), "start", "-f", str(procfile), "-d", "."]
+    )
     stop = lambda *_: honcho.send_signal(signal.SIGTERM)  # noqa: E731
     signal.signal(signal.SIGTERM, stop)
     try:

@@ -13,13 +13,15 @@ import sys
 from importlib.metadata import entry_points
 
 import typer
-
-from signoff_cli import database, dev
 from signoff_runtime.registry import load_directory
 from signoff_runtime.settings import ServiceSettings
 from signoff_runtime.tokens import issue_token
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="signoff: propose, approve, execute.")
+from signoff_cli import database, dev
+
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="signoff: propose, approve, execute."
+)
 app.add_typer(database.app, name="db")
 app.add_typer(dev.app, name="dev")
 
@@ -49,14 +51,18 @@ async def _resolve_member(settings: ServiceSettings, user: str, org: str | None)
         members = [m for m in members if m.organization_id == org]
     if len(members) != 1:
         raise typer.BadParameter(
-            f"{user!r} has {len(members)} matching memberships; pass --org" if members
-            else f"{user!r} is not a member of any organization", param_hint="--user"
+            f"{user!r} has {len(members)} matching memberships; pass --org"
+            if members
+            else f"{user!r} is not a member of any organization",
+            param_hint="--user",
         )
     return members[0].user_id, members[0].organization_id
 
 
 @app.command()
-def serve(service: str = typer.Argument(..., help="agent, proposals, executor or reconciler")) -> None:
+def serve(
+    service: str = typer.Argument(..., help="agent, proposals, executor or reconciler"),
+) -> None:
     """Run one service in the foreground until SIGTERM or Ctrl-C."""
     found = {ep.name: ep for ep in entry_points(group="signoff.services")}
     if service not in found:

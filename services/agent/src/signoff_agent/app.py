@@ -7,14 +7,14 @@ from contextlib import asynccontextmanager
 
 import uvicorn
 from fastapi import FastAPI
-
-from signoff_agent import propose
-from signoff_agent.proposing import Proposer
-from signoff_agent.settings import AgentSettings
 from signoff_contracts.operations import Directory
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.service import Runtime
+
+from signoff_agent import propose
+from signoff_agent.proposing import Proposer
+from signoff_agent.settings import AgentSettings
 
 
 def create_app(
@@ -48,5 +48,10 @@ def create_app(
 
 def serve() -> None:
     settings = AgentSettings()
-    uvicorn.run(create_app(settings), host=settings.agent.host, port=settings.agent.port,
-                log_config=None, timeout_graceful_shutdown=30)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.agent.host,
+        port=settings.agent.port,
+        log_config=None,
+        timeout_graceful_shutdown=30,
+    )

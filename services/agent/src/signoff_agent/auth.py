@@ -5,12 +5,11 @@ The organization always comes from the verified token, never from a body or a mo
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from signoff_contracts.operations import Directory, Membership
 from signoff_runtime.problems import Problem
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.tokens import TokenInvalid, bearer, verify_token
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 
 async def current_member(

@@ -14,12 +14,12 @@ import structlog
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from signoff_agent.auth import current_member
-from signoff_agent.proposing import ProposalsUnavailable, Proposer
 from signoff_contracts.operations import Rejected
 from signoff_runtime.problems import Problem
 from signoff_runtime.registry import UnknownOperation
+
+from signoff_agent.auth import current_member
+from signoff_agent.proposing import ProposalsUnavailable, Proposer
 
 log = structlog.get_logger(__name__)
 router = APIRouter()
@@ -41,7 +41,9 @@ def _errors(exc: ValidationError) -> list[dict[str, Any]]:
 
 @router.post("/v1/operations/{kind}/propose", status_code=201)
 async def propose(
-    kind: str, body: ProposeBody, request: Request,
+    kind: str,
+    body: ProposeBody,
+    request: Request,
     authorization: str | None = Header(default=None),
 ) -> JSONResponse:
     proposer: Proposer = request.app.state.proposer
@@ -54,16 +56,28 @@ async def propose(
         try:
             parsed = op.parse_request(body.request)
         except ValidationError as exc:
-            raise Problem(422, "invalid_request", "The request does not fit the operation.",
-                          errors=_errors(exc)) from None
+            raise Problem(
+                422,
+                "invalid_request",
+                "The request does not fit the operation.",
+                errors=_errors(exc),
+            ) from None
         try:
             created = await proposer.propose(conn, op, member, body.resource_id, parsed)
         except Rejected as exc:
-            raise Problem(422, exc.reason.code, "The operation cannot be proposed as asked.",
-                          params=exc.reason.params) from None
+            raise Problem(
+                422,
+                exc.reason.code,
+                "The operation cannot be proposed as asked.",
+                params=exc.reason.params,
+            ) from None
         except ProposalsUnavailable as exc:
-            raise Problem(503, "proposals_unavailable",
-                          "The proposal could not be confirmed as stored; check it by id.",
-                          proposal_id=exc.proposal_id) from None
-    return JSONResponse(created, status_code=201,
-                        headers={"Location": f"/v1/proposals/{created['proposal']['id']}"})
+            raise Problem(
+                503,
+                "proposals_unavailable",
+                "The proposal could not be confirmed as stored; check it by id.",
+                proposal_id=exc.proposal_id,
+            ) from None
+    return JSONResponse(
+        created, status_code=201, headers={"Location": f"/v1/proposals/{created['proposal']['id']}"}
+    )

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 from faststream.exceptions import FastStreamException
 from faststream.rabbit import RabbitBroker
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AnyOperation, Directory, Membership, Rejected, Scope
 from signoff_contracts.v1 import ProposalRequested, ProposalRequestReply
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AmqpSettings, AuthSettings
 from signoff_runtime.topology import ROUTING_KEYS, Topology
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 
 class ProposalsUnavailable(Exception):
@@ -37,12 +35,18 @@ class Proposer:
     amqp: AmqpSettings
 
     async def propose(
-        self, conn: AsyncConnection, op: AnyOperation, member: Membership, resource_id: str,
-        request: Any, conversation_id: str | None = None,
+        self,
+        conn: AsyncConnection,
+        op: AnyOperation,
+        member: Membership,
+        resource_id: str,
+        request: Any,
+        conversation_id: str | None = None,
     ) -> dict[str, Any]:
         """Resolve, store by request-reply, and return the stored view with its rendering."""
-        scope = Scope(organization_id=member.organization_id, section=op.section,
-                      resource_id=resource_id)
+        scope = Scope(
+            organization_id=member.organization_id, section=op.section, resource_id=resource_id
+        )
         resolved = await op.resolve(request, scope, conn)
         proposal_id = new_id("prp")
         message = ProposalRequested(
@@ -63,10 +67,14 @@ class Proposer:
         reply = await self._request(message)
         if not reply.accepted or reply.proposal is None:
             reason = reply.reason
-            raise Rejected(reason.code if reason else "not_stored", **(reason.params if reason else {}))
+            raise Rejected(
+                reason.code if reason else "not_stored", **(reason.params if reason else {})
+            )
         rendered = op.render_preview(resolved.preview, member.locale)
-        return {"proposal": reply.proposal.model_dump(mode="json"),
-                "rendered_preview": rendered.model_dump(mode="json")}
+        return {
+            "proposal": reply.proposal.model_dump(mode="json"),
+            "rendered_preview": rendered.model_dump(mode="json"),
+        }
 
     async def _request(self, message: ProposalRequested) -> ProposalRequestReply:
         try:
@@ -80,6 +88,6 @@ class Proposer:
                 persist=True,
                 timeout=self.amqp.request_timeout_s,
             )
-        except (TimeoutError, asyncio.TimeoutError, FastStreamException) as exc:
+        except (TimeoutError, FastStreamException) as exc:
             raise ProposalsUnavailable(message.proposal_id) from exc
         return ProposalRequestReply.model_validate_json(response.body)

@@ -44,9 +44,10 @@ def new_id(prefix: str, *, now_ms: int | None = None) -> str:
     return f"{prefix}_{_body(stamp, secrets.randbits(80))}"
 
 
-
 ProposalId = Annotated[str, StringConstraints(pattern=r"^prp_[0-9a-z]{1,40}$", max_length=48)]
 PausePointId = Annotated[str, StringConstraints(pattern=r"^pp_[0-9a-z]{1,40}$", max_length=48)]
 ContractId = Annotated[str, StringConstraints(pattern=r"^ctr_[0-9a-z]{1,40}$", max_length=48)]
 MessageId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
-OpaqueId = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,4}_[0-9A-Za-z_-]{1,64}$", max_length=72)]
+OpaqueId = Annotated[
+    str, StringConstraints(pattern=r"^[a-z]{2,4}_[0-9A-Za-z_-]{1,64}$", max_length=72)
+]

@@ -205,9 +205,10 @@ class EffectUncertain(Exception):
     """The provider may or may not have applied the effect (lost response, timeout)."""
 
 
-class ExternalOperation(Operation[RequestT, ArgumentsT, PreviewT, ResultT], Generic[
-    RequestT, ArgumentsT, PreviewT, ResultT, ProviderT
-]):
+class ExternalOperation(
+    Operation[RequestT, ArgumentsT, PreviewT, ResultT],
+    Generic[RequestT, ArgumentsT, PreviewT, ResultT, ProviderT],
+):
     """An operation with an effect outside the database, run by the attempt protocol:
 
     1. ``begin_attempt`` records the attempt (key derived from the proposal id) in the same
@@ -269,8 +270,16 @@ def check_operation(cls: type[Any]) -> None:
     missing = sorted(getattr(cls, "__abstractmethods__", ()))
     if missing:
         problems.append("unimplemented: " + ", ".join(missing))
-    for name in ("resolve", "revalidate", "execute", "begin_attempt", "perform", "record",
-                 "mark_unknown", "reconcile"):
+    for name in (
+        "resolve",
+        "revalidate",
+        "execute",
+        "begin_attempt",
+        "perform",
+        "record",
+        "mark_unknown",
+        "reconcile",
+    ):
         method = getattr(cls, name, None)
         if method is not None and not inspect.iscoroutinefunction(method):
             problems.append(f"`{name}` must be `async def`")

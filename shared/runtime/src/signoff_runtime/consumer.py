@@ -26,9 +26,9 @@ import structlog
 from faststream.rabbit import RabbitBroker
 from faststream.rabbit.message import RabbitMessage
 from pydantic import ValidationError
+from signoff_contracts.ids import new_id
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from signoff_contracts.ids import new_id
 from signoff_runtime.metrics import HANDLER_SECONDS, MESSAGES_CONSUMED, MESSAGES_DEAD_LETTERED
 from signoff_runtime.topology import Topology
 
@@ -63,18 +63,26 @@ def _is_transient(exc: BaseException) -> bool:
 
 def delivery_count(msg: RabbitMessage) -> int:
     headers = msg.raw_message.headers or {}
-    return int(headers.get("x-delivery-count", 0) or 0)  # type: ignore[call-overload]
+    count = headers.get("x-delivery-count", 0)
+    return int(count) if isinstance(count, (int, str)) else 0
 
 
 async def dead_letter(
-    broker: RabbitBroker, topology: Topology, queue_key: str, msg: RabbitMessage,
-    code: str, detail: str,
+    broker: RabbitBroker,
+    topology: Topology,
+    queue_key: str,
+    msg: RabbitMessage,
+    code: str,
+    detail: str,
 ) -> None:
     raw = msg.raw_message
     headers = dict(raw.headers or {})
     headers.update(
-        {"x-signoff-reason": code, "x-signoff-detail": detail[:500],
-         "x-signoff-queue": topology.name(queue_key)}
+        {
+            "x-signoff-reason": code,
+            "x-signoff-detail": detail[:500],
+            "x-signoff-queue": topology.name(queue_key),
+        }
     )
     await broker.publish(
         raw.body,
@@ -89,8 +97,13 @@ async def dead_letter(
         mandatory=True,
     )
     MESSAGES_DEAD_LETTERED.labels(queue=queue_key, reason=code).inc()
-    log.warning("message.dead_lettered", queue=queue_key, reason=code, detail=detail[:200],
-                message_id=raw.message_id)
+    log.warning(
+        "message.dead_lettered",
+        queue=queue_key,
+        reason=code,
+        detail=detail[:200],
+        message_id=raw.message_id,
+    )
 
 
 async def settle(
@@ -119,11 +132,18 @@ async def settle(
             MESSAGES_CONSUMED.labels(queue=queue_key, result="retried").inc()
             return None
         correlation_id = new_id("cor")
-        log.error("message.handler_failed", queue=queue_key, correlation_id=correlation_id,
-                  exc_info=exc)
+        log.error(
+            "message.handler_failed", queue=queue_key, correlation_id=correlation_id, exc_info=exc
+        )
         if last_delivery:
-            await _reject(msg, broker, topology, queue_key, "handler_failed",
-                          f"correlation_id={correlation_id}")
+            await _reject(
+                msg,
+                broker,
+                topology,
+                queue_key,
+                "handler_failed",
+                f"correlation_id={correlation_id}",
+            )
         else:
             await msg.nack(requeue=True)
             MESSAGES_CONSUMED.labels(queue=queue_key, result="retried").inc()
@@ -134,8 +154,14 @@ async def settle(
     return result
 
 
-async def _reject(msg: RabbitMessage, broker: RabbitBroker, topology: Topology, queue_key: str,
-                  code: str, detail: str) -> None:
+async def _reject(
+    msg: RabbitMessage,
+    broker: RabbitBroker,
+    topology: Topology,
+    queue_key: str,
+    code: str,
+    detail: str,
+) -> None:
     try:
         await dead_letter(broker, topology, queue_key, msg, code, detail)
     except Exception as exc:  # the copy did not land: let the broker try again

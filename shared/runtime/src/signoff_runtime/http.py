@@ -25,8 +25,10 @@ def install_standard_routes(app: FastAPI, checks: dict[str, HealthCheck]) -> Non
             except Exception:
                 results[name] = False
         ok = all(results.values())
-        return JSONResponse({"status": "ok" if ok else "degraded", "checks": results},
-                            status_code=200 if ok else 503)
+        return JSONResponse(
+            {"status": "ok" if ok else "degraded", "checks": results},
+            status_code=200 if ok else 503,
+        )
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics() -> Response:

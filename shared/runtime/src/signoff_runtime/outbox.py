@@ -22,6 +22,7 @@ from typing import Any
 import aio_pika
 import asyncpg
 import structlog
+from signoff_contracts.v1 import Envelope
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -39,9 +40,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff_contracts.v1 import Envelope
 from signoff_runtime.db import asyncpg_dsn
-from signoff_runtime.metrics import OUTBOX_PUBLISHED, OUTBOX_PUBLISH_ERRORS
+from signoff_runtime.metrics import OUTBOX_PUBLISH_ERRORS, OUTBOX_PUBLISHED
 from signoff_runtime.topology import Topology
 
 log = structlog.get_logger(__name__)
@@ -151,9 +151,7 @@ class OutboxRelay:
         """A channel the broker closed (e.g. a row naming a missing exchange) is reopened, so one
         bad row backs off on its own instead of stopping every publish after it."""
         if self._channel is None or self._channel.is_closed:
-            self._channel = await connection.channel(
-                publisher_confirms=True, on_return_raises=True
-            )
+            self._channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
 
     async def _listen(self) -> asyncpg.Connection:
         conn = await asyncpg.connect(asyncpg_dsn(str(self._engine.url.render_as_string(False))))
@@ -202,16 +200,20 @@ class OutboxRelay:
             type=row.message_type,
             headers=dict(row.headers or {}),
         )
-        await exchange.publish(message, routing_key=row.routing_key, mandatory=True,
-                               timeout=self._timeout)
+        await exchange.publish(
+            message, routing_key=row.routing_key, mandatory=True, timeout=self._timeout
+        )
 
-    async def _mark(self, conn: AsyncConnection, sent: list[int], failed: list[tuple[int, str]]
-                    ) -> None:
+    async def _mark(
+        self, conn: AsyncConnection, sent: list[int], failed: list[tuple[int, str]]
+    ) -> None:
         schema = self._table.schema
         if sent:
             await conn.execute(
-                text(f"UPDATE {schema}.outbox SET sent_at = now(), attempts = attempts + 1 "  # noqa: S608
-                     "WHERE id = ANY(:ids)"),
+                text(
+                    f"UPDATE {schema}.outbox SET sent_at = now(), attempts = attempts + 1 "  # noqa: S608
+                    "WHERE id = ANY(:ids)"
+                ),
                 {"ids": sent},
             )
             OUTBOX_PUBLISHED.labels(schema=schema).inc(len(sent))

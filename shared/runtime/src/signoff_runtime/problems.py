@@ -13,17 +13,17 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
-
 from signoff_contracts.ids import new_id
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = structlog.get_logger(__name__)
 MEDIA_TYPE = "application/problem+json"
 
 
 class Problem(Exception):
-    def __init__(self, status: int, code: str, title: str, detail: str | None = None,
-                 **extra: Any) -> None:
+    def __init__(
+        self, status: int, code: str, title: str, detail: str | None = None, **extra: Any
+    ) -> None:
         super().__init__(code)
         self.status = status
         self.code = code
@@ -46,13 +46,22 @@ class Problem(Exception):
 
 def problem_response(problem: Problem) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if problem.status == 401 else None
-    return JSONResponse(problem.body(), status_code=problem.status, media_type=MEDIA_TYPE,
-                        headers=headers)
+    return JSONResponse(
+        problem.body(), status_code=problem.status, media_type=MEDIA_TYPE, headers=headers
+    )
 
 
-_STATUS_CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
-                 405: "method_not_allowed", 409: "conflict", 413: "payload_too_large",
-                 415: "unsupported_media_type", 429: "rate_limited"}
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+}
 
 
 def install(app: FastAPI) -> None:
@@ -78,9 +87,14 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         correlation_id = new_id("cor")
-        log.error("http.unhandled", path=request.url.path, correlation_id=correlation_id,
-                  exc_info=exc)
+        log.error(
+            "http.unhandled", path=request.url.path, correlation_id=correlation_id, exc_info=exc
+        )
         return problem_response(
-            Problem(500, "internal_error", "Something went wrong on our side.",
-                    correlation_id=correlation_id)
+            Problem(
+                500,
+                "internal_error",
+                "Something went wrong on our side.",
+                correlation_id=correlation_id,
+            )
         )

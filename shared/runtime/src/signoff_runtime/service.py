@@ -40,8 +40,9 @@ class Runtime:
     loops: list[Loop] = field(default_factory=list)
 
     @classmethod
-    def build(cls, name: str, settings: ServiceSettings, graceful_timeout_s: float = 20.0
-              ) -> Runtime:
+    def build(
+        cls, name: str, settings: ServiceSettings, graceful_timeout_s: float = 20.0
+    ) -> Runtime:
         logs.configure(name, settings.log_level, settings.log_json)
         broker = RabbitBroker(
             settings.amqp.url,
@@ -97,6 +98,10 @@ async def _forever(service: str, loop: Loop) -> None:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.error("service.loop_crashed", service=service, loop=getattr(loop, "__name__", "?"),
-                      exc_info=exc)
+            log.error(
+                "service.loop_crashed",
+                service=service,
+                loop=getattr(loop, "__name__", "?"),
+                exc_info=exc,
+            )
             await asyncio.sleep(1.0)

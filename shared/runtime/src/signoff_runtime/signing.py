@@ -6,7 +6,6 @@ import hashlib
 import hmac
 
 from pydantic import SecretStr
-
 from signoff_contracts.v1 import ExecutionContract
 
 

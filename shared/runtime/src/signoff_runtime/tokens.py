@@ -29,8 +29,9 @@ class TokenInvalid(Exception):
     """The token is missing, malformed, mis-signed, expired, or for someone else."""
 
 
-def issue_token(settings: AuthSettings, user_id: str, organization_id: str,
-                ttl_s: int | None = None) -> str:
+def issue_token(
+    settings: AuthSettings, user_id: str, organization_id: str, ttl_s: int | None = None
+) -> str:
     now = int(time.time())
     payload = {
         "sub": user_id,

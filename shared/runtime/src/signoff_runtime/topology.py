@@ -75,13 +75,15 @@ class Topology:
     def queue(self, key: str) -> RabbitQueue:
         """The FastStream declaration of work queue ``key`` (same arguments as ``declare``)."""
         spec = self.spec(key)
-        return RabbitQueue(
+        arguments: Any = self.queue_arguments(key)  # x-dead-letter-strategy is not in the TypedDict
+        queue: RabbitQueue = RabbitQueue(
             self.name(key),
             queue_type=QueueType.QUORUM,
             durable=True,
-            arguments=self.queue_arguments(key),
+            arguments=arguments,
             routing_key=spec.routing_key,
         )
+        return queue
 
     def dlq(self, key: str) -> str:
         return self.name(f"{key}.dlq")

@@ -15,7 +15,11 @@ from signoff_contracts.v1.approvals import (
     approval_command_adapter,
 )
 from signoff_contracts.v1.envelope import Envelope
-from signoff_contracts.v1.execution import ExecutionContract, OutcomeReported, ReconciliationRequired
+from signoff_contracts.v1.execution import (
+    ExecutionContract,
+    OutcomeReported,
+    ReconciliationRequired,
+)
 from signoff_contracts.v1.pause_points import (
     PausePointKind,
     PausePointRequested,

@@ -45,16 +45,18 @@ class ServiceProcess:
     def start(self) -> ServiceProcess:
         env = {**os.environ, **self.env}
         with self.log_path.open("ab") as log:  # the child keeps its own descriptor
-            self.proc = subprocess.Popen(self.argv, env=env, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         return self
 
     def wait_healthy(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n"
-                                     + self.tail())
+                raise AssertionError(
+                    f"{self.name} exited with {self.proc.returncode}:\n" + self.tail()
+                )
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
                     return
@@ -86,8 +88,9 @@ class ServiceProcess:
             return "(no log)"
 
 
-def service(name: str, env: dict[str, str], log_dir: Path, port: int | None = None
-            ) -> ServiceProcess:
+def service(
+    name: str, env: dict[str, str], log_dir: Path, port: int | None = None
+) -> ServiceProcess:
     """``signoff serve NAME`` on a free port (its port variable set accordingly)."""
     port = port or free_port()
     env = {**env, f"SIGNOFF_{name.upper()}__PORT": str(port)}
@@ -98,5 +101,6 @@ def service(name: str, env: dict[str, str], log_dir: Path, port: int | None = No
 def provider(env: dict[str, str], log_dir: Path, port: int | None = None) -> ServiceProcess:
     port = port or free_port()
     env = {**env, "SIGNOFF_CARD_PROVIDER_PORT": str(port)}
-    return ServiceProcess("provider", [sys.executable, "-m", "signoff_card_provider"], env, port,
-                          log_dir)
+    return ServiceProcess(
+        "provider", [sys.executable, "-m", "signoff_card_provider"], env, port, log_dir
+    )

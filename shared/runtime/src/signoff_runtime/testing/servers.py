@@ -21,8 +21,9 @@ DEFAULT_AMQP = "amqp://guest:guest@127.0.0.1:5672/"
 def _reachable(url: str, default_port: int) -> bool:
     parsed = urlparse(url.replace("+asyncpg", ""))
     try:
-        with socket.create_connection((parsed.hostname or "127.0.0.1",
-                                       parsed.port or default_port), timeout=1.0):
+        with socket.create_connection(
+            (parsed.hostname or "127.0.0.1", parsed.port or default_port), timeout=1.0
+        ):
             return True
     except OSError:
         return False

@@ -11,7 +11,10 @@ T = TypeVar("T")
 
 
 async def wait_until(
-    probe: Callable[[], Awaitable[T]], *, timeout: float = 15.0, interval: float = 0.05,
+    probe: Callable[[], Awaitable[T]],
+    *,
+    timeout: float = 15.0,
+    interval: float = 0.05,
     what: str = "condition",
 ) -> T:
     """Return the first truthy value ``probe`` gives; fail with ``what`` after ``timeout``."""
