@@ -24,6 +24,7 @@ class QueueSpec:
     exchange: str  # short exchange name
     routing_key: str
     purpose: str
+    extra_keys: tuple[str, ...] = ()  # further bindings on the same exchange
 
 
 EXCHANGES: dict[str, ExchangeKind] = {
@@ -39,9 +40,22 @@ QUEUES: tuple[QueueSpec, ...] = (
     QueueSpec("proposals.approvals", "commands", "approval.command", "approve/decline/revise"),
     QueueSpec("proposals.pause-points", "commands", "pause_point.requested", "store pause points"),
     QueueSpec("proposals.outcomes", "outcomes", "execution.outcome", "record outcomes"),
+    QueueSpec(
+        "proposals.reconciliation",
+        "outcomes",
+        "execution.reconciliation_checked",
+        "record each reconciliation check for the status page",
+    ),
     QueueSpec("executor.contracts", "contracts", "execution.contract", "run contracts"),
     QueueSpec("reconciler.required", "outcomes", "execution.reconciliation_required", "reconcile"),
-    QueueSpec("agent.events", "events", "proposal.#", "hand outcomes back to conversations"),
+    QueueSpec(
+        "agent.events",
+        "events",
+        "proposal.#",
+        "hand outcomes and pause-point resolutions back to conversations",
+        extra_keys=("pause_point.#",),
+    ),
+    QueueSpec("agent.resolve", "commands", "revision.resolve", "resolve revised requests"),
 )
 
 ROUTING_KEYS = {spec.key: spec.routing_key for spec in QUEUES}
@@ -99,7 +113,8 @@ class Topology:
             queue = await channel.declare_queue(
                 self.name(spec.key), durable=True, arguments=self.queue_arguments(spec.key)
             )
-            await queue.bind(exchanges[spec.exchange], routing_key=spec.routing_key)
+            for key in (spec.routing_key, *spec.extra_keys):
+                await queue.bind(exchanges[spec.exchange], routing_key=key)
             dlq = await channel.declare_queue(
                 self.dlq(spec.key), durable=True, arguments={"x-queue-type": "quorum"}
             )

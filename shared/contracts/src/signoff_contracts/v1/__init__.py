@@ -18,11 +18,13 @@ from signoff_contracts.v1.envelope import Envelope
 from signoff_contracts.v1.execution import (
     ExecutionContract,
     OutcomeReported,
+    ReconciliationChecked,
     ReconciliationRequired,
 )
 from signoff_contracts.v1.pause_points import (
     PausePointKind,
     PausePointRequested,
+    PausePointRequestReply,
     PausePointResolved,
     PausePointView,
 )
@@ -33,6 +35,7 @@ from signoff_contracts.v1.proposals import (
     ProposalRequestReply,
     ProposalView,
 )
+from signoff_contracts.v1.revisions import ResolveReply, ResolveRequested
 
 #: every message type of this version, by its ``type`` tag (schemas are exported from here)
 MESSAGES: dict[str, type[Envelope]] = {
@@ -48,9 +51,13 @@ MESSAGES: dict[str, type[Envelope]] = {
         ExecutionContract,
         OutcomeReported,
         ReconciliationRequired,
+        ReconciliationChecked,
         ProposalEvent,
         PausePointRequested,
+        PausePointRequestReply,
         PausePointResolved,
+        ResolveRequested,
+        ResolveReply,
     )
 }
 
@@ -66,6 +73,7 @@ __all__ = [
     "ExecutionContract",
     "OutcomeReported",
     "PausePointKind",
+    "PausePointRequestReply",
     "PausePointRequested",
     "PausePointResolved",
     "PausePointView",
@@ -73,8 +81,11 @@ __all__ = [
     "ProposalRequestReply",
     "ProposalRequested",
     "ProposalView",
+    "ReconciliationChecked",
     "ReconciliationRequired",
     "ResolvePausePoint",
+    "ResolveReply",
+    "ResolveRequested",
     "ReviseProposal",
     "approval_command_adapter",
 ]

@@ -63,6 +63,22 @@ class OutcomeReported(Envelope):
     operation_kind: str
     outcome: OperationOutcome
     reported_by: Literal["executor", "reconciler", "operator"] = "executor"
+    operator: str | None = Field(
+        default=None, max_length=128, description="Who resolved it by hand (operator outcomes)."
+    )
+    note: str | None = Field(default=None, max_length=1000, description="The operator's note.")
+
+
+class ReconciliationChecked(Envelope):
+    """One check of an uncertain attempt (reconciler → proposals), for its status page."""
+
+    type: Literal["execution.reconciliation_checked"] = "execution.reconciliation_checked"
+    proposal_id: ProposalId
+    attempt_id: str = Field(max_length=128)
+    check: int = Field(ge=1, description="1 for the first check of this attempt, and so on.")
+    result: Literal["pending", "applied", "not_applied", "error", "manual"]
+    detail: str | None = Field(default=None, max_length=500, description="Safe, no payloads.")
+    next_check_at: AwareDatetime | None = None
 
 
 class ReconciliationRequired(Envelope):

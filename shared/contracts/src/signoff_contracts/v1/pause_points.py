@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from signoff_contracts.ids import PausePointId
+from signoff_contracts.reasons import Reason
 from signoff_contracts.status import PausePointStatus
 from signoff_contracts.v1.envelope import Envelope
 
@@ -49,6 +50,15 @@ class PausePointRequested(Envelope):
     payload: dict[str, Any] | None = None
     kind: PausePointKind = "approval"
     form_schema: dict[str, Any] | None = None
+
+
+class PausePointRequestReply(Envelope):
+    """The reply to ``PausePointRequested``: the stored pause point, or why it was refused."""
+
+    type: Literal["pause_point.request_reply"] = "pause_point.request_reply"
+    accepted: bool
+    pause_point: PausePointView | None = None
+    reason: Reason | None = None
 
 
 class PausePointResolved(Envelope):
