@@ -140,3 +140,25 @@ Index(
     postgresql_where=text("sent_at IS NULL"),
 )
 inbox = inbox_table(metadata, SCHEMA)
+
+# One row per check of an uncertain attempt (``ReconciliationChecked``), shown on
+# ``GET /v1/proposals/{id}/reconciliation``; ``message_id`` makes a redelivery insert nothing.
+reconciliation_checks = Table(
+    "reconciliation_checks",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("message_id", Text, nullable=False, unique=True),
+    Column("proposal_id", Text, ForeignKey(f"{SCHEMA}.proposals.id"), nullable=False),
+    Column("attempt_id", Text, nullable=False),
+    Column("check_number", Integer, nullable=False),
+    Column("result", Text, nullable=False),
+    Column("detail", Text),
+    Column("next_check_at", DateTime(timezone=True)),
+    Column("checked_at", DateTime(timezone=True), nullable=False),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+Index(
+    "ix_reconciliation_checks_proposal",
+    reconciliation_checks.c.proposal_id,
+    reconciliation_checks.c.id,
+)
