@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 PACKAGES := shared/contracts shared/runtime shared/conformance cli \
-	examples/card_provider examples/club \
+	examples/card_provider examples/club examples/scripted_model \
 	services/proposals services/executor services/reconciler services/agent
 PYPROJECTS := $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
 
