@@ -1,4 +1,11 @@
-"""The agent service's process: HTTP API, broker and loops, built once from settings."""
+"""The agent service's process: HTTP API, broker and loops, built once from settings.
+
+One process holds the conversation API and the machine-facing propose endpoint, two AMQP
+consumers (proposal and pause-point events for hand-back; revision resolves), and two loops
+(the ``LISTEN`` hub of the event streams, the sweep of event-started turns). Replicas are
+safe: a turn is a lease on its conversation, events are deduplicated in the inbox, and streams
+read the journal, not process memory.
+"""
 
 from __future__ import annotations
 
@@ -8,40 +15,83 @@ from contextlib import asynccontextmanager
 import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory
+from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.service import Runtime
 
-from signoff_agent import propose
+from signoff_agent import conversations, propose, streams
+from signoff_agent.handlers import Consumers
+from signoff_agent.model import ChatModel, build_model
+from signoff_agent.pausing import Pauser
 from signoff_agent.proposing import Proposer
+from signoff_agent.sections import Sections, load_assistants
 from signoff_agent.settings import AgentSettings
+from signoff_agent.turns import Turns
 
 
 def create_app(
     settings: AgentSettings | None = None,
     operations: Operations | None = None,
     directory: Directory | None = None,
+    model: ChatModel | None = None,
+    sections: Sections | None = None,
 ) -> FastAPI:
+    """The service; the optional parts replace the entry points' and the SDK's (tests)."""
     settings = settings or AgentSettings()
     runtime = Runtime.build("agent", settings)
+    operations = operations or load_operations()
+    directory = directory or load_directory()
     proposer = Proposer(
         engine=runtime.engine,
         broker=runtime.broker,
         topology=runtime.topology,
-        operations=operations or load_operations(),
-        directory=directory or load_directory(),
+        operations=operations,
+        directory=directory,
         auth=settings.auth,
         amqp=settings.amqp,
     )
+    turns = Turns(
+        engine=runtime.engine,
+        model=model or build_model(settings.agent),
+        sections=sections or load_assistants(operations),
+        proposer=proposer,
+        pauser=Pauser(runtime.broker, runtime.topology, settings.amqp),
+        directory=directory,
+        group=settings.agent,
+    )
+    hub = streams.Hub(asyncpg_dsn(settings.db.url))
+    Consumers(
+        runtime.engine,
+        runtime.broker,
+        runtime.topology,
+        settings.amqp,
+        operations,
+        directory,
+        turns,
+    ).register()
+    runtime.loops.extend([hub.listen, turns.sweep])
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with runtime.running():
             yield
+            await turns.drain(timeout_s=10.0)
 
     app = FastAPI(title="signoff agent", version="1", lifespan=lifespan)
     app.state.proposer = proposer
+    app.state.conversations = conversations.Conversations(
+        engine=runtime.engine,
+        auth=settings.auth,
+        directory=directory,
+        operations=operations,
+        sections=turns.sections,
+        turns=turns,
+        hub=hub,
+        group=settings.agent,
+    )
     app.include_router(propose.router)
+    app.include_router(conversations.router)
     install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok})
     return app
 

@@ -24,6 +24,11 @@ class ProposalsUnavailable(Exception):
         self.proposal_id = proposal_id
 
 
+class NotStored(Rejected):
+    """The proposals service refused to store a resolved proposal (a quota, a limit): the
+    request itself was fine, so asking the model to correct it would not help."""
+
+
 @dataclass
 class Proposer:
     engine: AsyncEngine
@@ -67,7 +72,7 @@ class Proposer:
         reply = await self._request(message)
         if not reply.accepted or reply.proposal is None:
             reason = reply.reason
-            raise Rejected(
+            raise NotStored(
                 reason.code if reason else "not_stored", **(reason.params if reason else {})
             )
         rendered = op.render_preview(resolved.preview, member.locale)

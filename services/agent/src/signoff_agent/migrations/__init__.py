@@ -1,0 +1,1 @@
+"""The agent schema's Alembic environment (run by ``signoff_runtime.migrations.upgrade_all``)."""

@@ -1,0 +1,128 @@
+"""The model, behind a small protocol: messages and tools in, text or tool calls out.
+
+The only implementation that talks to a network is ``OpenAIChatModel`` (the openai SDK's
+``AsyncOpenAI`` against any OpenAI-compatible endpoint); tests inject their own ``ChatModel``.
+Every failure — an endpoint down, slow past its timeout, rate limiting or erroring beyond the
+SDK's bounded retries, or answering something that is not a chat completion — becomes one
+``ModelUnavailable`` with a code the person can be told, never a stack trace.
+
+Endpoint: ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` as the SDK reads them; without
+``OPENAI_BASE_URL`` the scripted model server (``SIGNOFF_AGENT__SCRIPTED_MODEL_URL``), which
+needs no key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import openai
+import structlog
+from openai import AsyncOpenAI
+
+from signoff_agent.metrics import MODEL_CALLS
+from signoff_agent.settings import AgentGroup
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    """One assistant turn of the model: text, or tool calls (then ``content`` is ignored)."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ModelUnavailable(Exception):
+    """No usable answer: ``code`` is ``model_timeout``, ``model_rate_limited``,
+    ``model_unavailable`` or ``model_bad_response``."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class ChatModel(Protocol):
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply: ...
+
+
+class OpenAIChatModel:
+    def __init__(self, client: AsyncOpenAI, model: str) -> None:
+        self._client = client
+        self._model = model
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply:
+        try:
+            completion = await self._client.chat.completions.create(
+                model=self._model,
+                messages=messages,  # type: ignore[arg-type]
+                tools=tools or openai.omit,  # type: ignore[arg-type]
+                parallel_tool_calls=False if tools else openai.omit,
+            )
+        except openai.APITimeoutError:
+            raise _unavailable("model_timeout") from None
+        except openai.RateLimitError:
+            raise _unavailable("model_rate_limited") from None
+        except (openai.APIConnectionError, openai.InternalServerError):
+            raise _unavailable("model_unavailable") from None
+        except openai.APIStatusError as exc:
+            log.warning("model.refused", status=exc.status_code)
+            raise _unavailable("model_unavailable") from None
+        except (openai.APIError, ValueError, TypeError, KeyError):
+            raise _unavailable("model_bad_response") from None
+        reply = _reply(completion)
+        MODEL_CALLS.labels(result="ok").inc()
+        return reply
+
+
+def _unavailable(code: str) -> ModelUnavailable:
+    MODEL_CALLS.labels(result=code).inc()
+    return ModelUnavailable(code)
+
+
+def _reply(completion: Any) -> ModelReply:
+    """Check the shape ourselves: a lenient SDK parse may hand back a hollow object."""
+    try:
+        message = completion.choices[0].message
+        calls = tuple(
+            ToolCall(id=str(call.id), name=str(call.function.name), arguments=_text(call))
+            for call in (message.tool_calls or ())
+        )
+        content = message.content
+    except (AttributeError, IndexError, TypeError):
+        raise _unavailable("model_bad_response") from None
+    if not calls and not (isinstance(content, str) and content.strip()):
+        raise _unavailable("model_bad_response")
+    return ModelReply(content=content if isinstance(content, str) else None, tool_calls=calls)
+
+
+def _text(call: Any) -> str:
+    arguments = call.function.arguments
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def build_model(group: AgentGroup) -> ChatModel:
+    """The SDK client as the SDK configures itself, falling back to the scripted server."""
+    real = os.environ.get("OPENAI_BASE_URL")
+    client = AsyncOpenAI(
+        base_url=real or group.scripted_model_url,
+        api_key=os.environ.get("OPENAI_API_KEY") or ("unused" if not real else None),
+        timeout=group.model_timeout_s,
+        max_retries=group.model_max_retries,
+    )
+    log.info("model.configured", endpoint="configured" if real else "scripted", model=group.model)
+    return OpenAIChatModel(client, group.model)

@@ -1,0 +1,236 @@
+"""SQL for conversations, messages, cards, notes and the journal (SQLAlchemy Core).
+
+Every write that a conversation's event stream must see appends to ``journal`` and notifies
+channel ``agent_conversations`` in the same transaction (the notification fires at commit).
+Writers lock the conversation row first (``lock``, or the ``UPDATE`` of a turn claim), so one
+conversation's journal rows commit in ``seq`` order and a reader that remembers the last ``seq``
+it saw never skips one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from signoff_contracts.ids import new_id
+from sqlalchemy import Row, func, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from signoff_agent.tables import cards, conversations, journal, messages, notes
+
+CHANNEL = "agent_conversations"
+
+
+async def create_conversation(
+    conn: AsyncConnection, organization_id: str, user_id: str, section: str, resource_id: str
+) -> Row[Any]:
+    row: Row[Any] = (
+        await conn.execute(
+            conversations.insert()
+            .values(
+                id=new_id("cnv"),
+                organization_id=organization_id,
+                created_by=user_id,
+                section=section,
+                resource_id=resource_id,
+            )
+            .returning(conversations)
+        )
+    ).one()
+    return row
+
+
+async def get(conn: AsyncConnection, conversation_id: str) -> Row[Any] | None:
+    query = select(conversations).where(conversations.c.id == conversation_id)
+    return (await conn.execute(query)).first()
+
+
+async def lock(conn: AsyncConnection, conversation_id: str) -> Row[Any] | None:
+    query = select(conversations).where(conversations.c.id == conversation_id).with_for_update()
+    return (await conn.execute(query)).first()
+
+
+async def claim_turn(
+    conn: AsyncConnection, conversation_id: str, turn_id: str, lease_s: float, *, pending: bool
+) -> Row[Any] | None:
+    """Take the conversation's turn lease if it is free (or lapsed); ``pending`` claims only a
+    conversation that has a trigger waiting. Clears the trigger: this turn answers it."""
+    c = conversations.c
+    free = (c.turn_id.is_(None)) | (c.turn_expires_at < func.now())
+    condition = (c.id == conversation_id) & free
+    if pending:
+        condition = condition & c.pending_trigger.is_not(None)
+    query = (
+        update(conversations)
+        .where(condition)
+        .values(
+            turn_id=turn_id,
+            turn_expires_at=func.now() + func.make_interval(0, 0, 0, 0, 0, 0, lease_s),
+            pending_trigger=None,
+        )
+        .returning(conversations)
+    )
+    claimed: Row[Any] | None = (await conn.execute(query)).first()
+    return claimed
+
+
+async def release_turn(conn: AsyncConnection, conversation_id: str, turn_id: str) -> bool:
+    """Free the lease; ``True`` if a trigger arrived meanwhile and needs another turn."""
+    c = conversations.c
+    row = (
+        await conn.execute(
+            update(conversations)
+            .where(c.id == conversation_id, c.turn_id == turn_id)
+            .values(turn_id=None, turn_expires_at=None)
+            .returning(c.pending_trigger)
+        )
+    ).first()
+    return row is not None and row.pending_trigger is not None
+
+
+async def set_pending_trigger(conn: AsyncConnection, conversation_id: str, message_id: str) -> None:
+    await conn.execute(
+        update(conversations)
+        .where(conversations.c.id == conversation_id)
+        .values(pending_trigger=message_id)
+    )
+
+
+async def waiting_conversations(conn: AsyncConnection, limit: int = 20) -> list[str]:
+    c = conversations.c
+    rows = await conn.execute(
+        select(c.id)
+        .where(
+            c.pending_trigger.is_not(None),
+            (c.turn_id.is_(None)) | (c.turn_expires_at < func.now()),
+        )
+        .limit(limit)
+    )
+    return [r.id for r in rows]
+
+
+async def add_message(
+    conn: AsyncConnection, conversation_id: str, **values: Any
+) -> Row[Any] | None:
+    """Insert a message (``None`` if its ``(proposal|pause_point, kind)`` already exists)."""
+    row: Row[Any] | None = (
+        await conn.execute(
+            insert(messages)
+            .values(id=new_id("msg"), conversation_id=conversation_id, **values)
+            .on_conflict_do_nothing()
+            .returning(messages)
+        )
+    ).first()
+    if row is not None:
+        await append_journal(conn, conversation_id, "message", row.id)
+    return row
+
+
+async def message(conn: AsyncConnection, message_id: str) -> Row[Any] | None:
+    return (await conn.execute(select(messages).where(messages.c.id == message_id))).first()
+
+
+async def all_messages(conn: AsyncConnection, conversation_id: str) -> Sequence[Row[Any]]:
+    query = select(messages).where(messages.c.conversation_id == conversation_id)
+    return (await conn.execute(query.order_by(messages.c.seq))).all()
+
+
+async def recent_messages(
+    conn: AsyncConnection, conversation_id: str, limit: int
+) -> list[Row[Any]]:
+    query = (
+        select(messages)
+        .where(messages.c.conversation_id == conversation_id)
+        .order_by(messages.c.seq.desc())
+        .limit(limit)
+    )
+    return list(reversed((await conn.execute(query)).all()))
+
+
+async def upsert_card(
+    conn: AsyncConnection,
+    card_id: str,
+    conversation_id: str,
+    type_: str,
+    status: str,
+    *,
+    keep_existing: bool = False,
+    **extra: Any,
+) -> None:
+    """Record a card's latest status; ``keep_existing`` only adds a card not yet known (a turn
+    must not set back a status an event already moved on)."""
+    values = {"status": status, "updated_at": func.now(), **extra}
+    statement = insert(cards).values(
+        id=card_id, conversation_id=conversation_id, type=type_, **values
+    )
+    if keep_existing:
+        statement = statement.on_conflict_do_nothing(index_elements=[cards.c.id])
+    else:
+        statement = statement.on_conflict_do_update(index_elements=[cards.c.id], set_=values)
+    await conn.execute(statement)
+    await append_journal(conn, conversation_id, "card", card_id)
+
+
+async def card(conn: AsyncConnection, card_id: str) -> Row[Any] | None:
+    return (await conn.execute(select(cards).where(cards.c.id == card_id))).first()
+
+
+async def cards_of(conn: AsyncConnection, conversation_id: str) -> Sequence[Row[Any]]:
+    query = select(cards).where(cards.c.conversation_id == conversation_id)
+    return (await conn.execute(query.order_by(cards.c.updated_at))).all()
+
+
+async def add_note(
+    conn: AsyncConnection, conversation_id: str, proposal_id: str, code: str, params: Any
+) -> None:
+    await conn.execute(
+        notes.insert().values(
+            conversation_id=conversation_id, proposal_id=proposal_id, code=code, params=params
+        )
+    )
+
+
+async def open_notes(conn: AsyncConnection, conversation_id: str, limit: int) -> Sequence[Row[Any]]:
+    query = (
+        select(notes)
+        .where(notes.c.conversation_id == conversation_id, notes.c.consumed_by.is_(None))
+        .order_by(notes.c.id.desc())
+        .limit(limit)
+    )
+    return (await conn.execute(query)).all()
+
+
+async def consume_notes(conn: AsyncConnection, note_ids: Sequence[int], turn_id: str) -> None:
+    if note_ids:
+        await conn.execute(
+            update(notes)
+            .where(notes.c.id.in_(list(note_ids)), notes.c.consumed_by.is_(None))
+            .values(consumed_by=turn_id)
+        )
+
+
+async def append_journal(conn: AsyncConnection, conversation_id: str, kind: str, ref: str) -> None:
+    await conn.execute(journal.insert().values(conversation_id=conversation_id, kind=kind, ref=ref))
+    await conn.execute(
+        text("SELECT pg_notify(:channel, :cid)"), {"channel": CHANNEL, "cid": conversation_id}
+    )
+
+
+async def journal_after(
+    conn: AsyncConnection, conversation_id: str, after_seq: int, limit: int = 200
+) -> Sequence[Row[Any]]:
+    query = (
+        select(journal)
+        .where(journal.c.conversation_id == conversation_id, journal.c.seq > after_seq)
+        .order_by(journal.c.seq)
+        .limit(limit)
+    )
+    return (await conn.execute(query)).all()
+
+
+async def last_journal_seq(conn: AsyncConnection, conversation_id: str) -> int:
+    query = select(func.coalesce(func.max(journal.c.seq), 0)).where(
+        journal.c.conversation_id == conversation_id
+    )
+    return int((await conn.execute(query)).scalar_one())

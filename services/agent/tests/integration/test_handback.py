@@ -1,0 +1,412 @@
+"""Hand-back without the model: proposal events, pause points, the event stream, revisions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from agent_testkit import (
+    FakeModel,
+    FakeProposals,
+    auth,
+    call,
+    changed,
+    pause_view_of,
+    say,
+    view_of,
+)
+from faststream.rabbit import RabbitBroker
+from signoff_contracts.outcomes import RevisionRequired, Succeeded
+from signoff_contracts.reasons import Reason
+from signoff_contracts.v1 import (
+    PausePointResolved,
+    ProposalEvent,
+    ResolveReply,
+    ResolveRequested,
+)
+from signoff_runtime.testing import wait_until
+from signoff_runtime.topology import Topology
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+pytestmark = pytest.mark.integration
+
+
+def _refund(case: dict[str, Any], destination: str = "original_payment_method") -> str:
+    keys = ("payment_id", "line_item_id", "discount_id")
+    return json.dumps({**{k: case[k] for k in keys}, "destination": destination})
+
+
+async def _proposed(
+    http: httpx.AsyncClient, club: dict[str, Any], model: FakeModel, proposals: FakeProposals
+) -> tuple[str, Any]:
+    model.steps = [call("propose_payment_refund", _refund(club["refund_case"]))]
+    opened = await http.post(
+        "/v1/conversations",
+        json={"section": "orders", "resource_id": club["refund_case"]["order_id"]},
+        headers=auth(club),
+    )
+    conversation = opened.json()["id"]
+    posted = await http.post(
+        f"/v1/conversations/{conversation}/messages", json={"content": "Fix it"}, headers=auth(club)
+    )
+    assert posted.status_code == 200, posted.text
+    return conversation, proposals.proposals[-1]
+
+
+async def _publish(amqp_url: str, topology: Topology, routing_key: str, message: Any) -> None:
+    async with RabbitBroker(amqp_url) as broker:
+        await broker.publish(
+            message.model_dump_json().encode(),
+            exchange=topology.exchange("events"),
+            routing_key=routing_key,
+            message_id=message.message_id,
+            content_type="application/json",
+        )
+
+
+async def _messages(http: httpx.AsyncClient, club: dict[str, Any], conversation: str) -> list[Any]:
+    view = await http.get(f"/v1/conversations/{conversation}", headers=auth(club))
+    return list(view.json()["messages"])
+
+
+async def _sse(
+    http: httpx.AsyncClient,
+    url: str,
+    headers: dict[str, str],
+    until: str,
+    into: list[Any],
+    connected: asyncio.Event,
+) -> None:
+    async with http.stream("GET", url, headers=headers) as response:
+        event = None
+        async for line in response.aiter_lines():
+            if line.startswith(": connected"):
+                connected.set()
+            elif line.startswith("event: "):
+                event = line.removeprefix("event: ")
+            elif line.startswith("data: ") and event is not None:
+                into.append((event, json.loads(line.removeprefix("data: "))))
+                if event == "message" and into[-1][1].get("code") == until:
+                    return
+
+
+async def test_an_outcome_writes_one_message_however_often_it_arrives_and_streams_it(
+    agent: httpx.AsyncClient,
+    club: dict[str, Any],
+    model: FakeModel,
+    proposals: FakeProposals,
+    amqp_url: str,
+    topology: Topology,
+) -> None:
+    conversation, stored = await _proposed(agent, club, model, proposals)
+    url = f"/v1/conversations/{conversation}/events"
+    seen: list[Any] = []
+    connected = asyncio.Event()
+    listener = asyncio.create_task(
+        _sse(agent, url, auth(club, "viewer"), "proposal_succeeded", seen, connected)
+    )
+    await asyncio.wait_for(connected.wait(), 10)
+    view = changed(
+        view_of(stored), status="succeeded", outcome=Succeeded(result={"refund_id": "ref_1"})
+    )
+    event = ProposalEvent(event="outcome", proposal=view, source="proposals")
+    again = ProposalEvent(event="outcome", proposal=view, source="proposals")  # a new message id
+    for message in (event, event, again):
+        await _publish(amqp_url, topology, "proposal.outcome", message)
+    await asyncio.wait_for(listener, 15)
+    follow_ups = [
+        m for m in await _messages(agent, club, conversation) if m["code"] == "proposal_succeeded"
+    ]
+    assert len(follow_ups) == 1
+    streamed = [data for kind, data in seen if kind == "message"]
+    assert streamed[-1]["code"] == "proposal_succeeded"
+    assert streamed[-1]["text"].startswith("C'est fait")  # the viewer's locale
+    cards = [data for kind, data in seen if kind == "card"]
+    assert cards and cards[-1]["status"] == "succeeded"
+    assert len(model.requests) == 1  # the model was not resumed
+
+
+async def test_a_decline_reason_is_context_on_the_next_message(
+    agent: httpx.AsyncClient,
+    club: dict[str, Any],
+    model: FakeModel,
+    proposals: FakeProposals,
+    amqp_url: str,
+    topology: Topology,
+) -> None:
+    conversation, stored = await _proposed(agent, club, model, proposals)
+    view = changed(
+        view_of(stored), status="declined", decline_reason="Refund it as account credit instead"
+    )
+    await _publish(
+        amqp_url, topology, "proposal.decided", ProposalEvent(event="decided", proposal=view)
+    )
+
+    async def declined() -> bool:
+        return any(
+            m["code"] == "proposal_declined" for m in await _messages(agent, club, conversation)
+        )
+
+    await wait_until(declined, what="the decline message")
+    model.steps = [say("Understood."), say("Again.")]
+    url = f"/v1/conversations/{conversation}/messages"
+    await agent.post(url, json={"content": "What now?"}, headers=auth(club))
+    context = model.requests[-1][1]["content"]
+    assert "declined proposal " + stored.proposal_id in context
+    assert "Refund it as account credit instead" in context
+    await agent.post(url, json={"content": "And now?"}, headers=auth(club))
+    assert "Since your last turn" not in model.requests[-1][1]["content"]  # consumed once
+
+
+async def test_a_revision_required_outcome_is_context_too(
+    agent: httpx.AsyncClient,
+    club: dict[str, Any],
+    model: FakeModel,
+    proposals: FakeProposals,
+    amqp_url: str,
+    topology: Topology,
+) -> None:
+    conversation, stored = await _proposed(agent, club, model, proposals)
+    reason = Reason(code="amount_changed", params={"previous_cents": 3500, "current_cents": 2000})
+    view = changed(
+        view_of(stored), status="revision_required", outcome=RevisionRequired(reason=reason)
+    )
+    await _publish(
+        amqp_url, topology, "proposal.outcome", ProposalEvent(event="outcome", proposal=view)
+    )
+
+    async def told() -> list[Any]:
+        return [
+            m
+            for m in await _messages(agent, club, conversation)
+            if m["code"] == "proposal_revision_required"
+        ]
+
+    [message] = await wait_until(told, what="the revision message")
+    assert "2000 cents instead of 3500" in message["text"]
+    model.steps = [say("Looking again.")]
+    await agent.post(
+        f"/v1/conversations/{conversation}/messages", json={"content": "?"}, headers=auth(club)
+    )
+    assert "2000 cents instead of 3500" in model.requests[-1][1]["content"]
+
+
+async def test_a_superseding_proposal_replaces_the_card(
+    agent: httpx.AsyncClient,
+    club: dict[str, Any],
+    model: FakeModel,
+    proposals: FakeProposals,
+    amqp_url: str,
+    topology: Topology,
+) -> None:
+    conversation, stored = await _proposed(agent, club, model, proposals)
+    new = stored.model_copy(
+        update={"proposal_id": "prp_01revised", "supersedes": stored.proposal_id}
+    )
+    old_view = changed(view_of(stored), status="superseded", superseded_by=new.proposal_id)
+    await _publish(
+        amqp_url,
+        topology,
+        "proposal.superseded",
+        ProposalEvent(event="superseded", proposal=old_view),
+    )
+    await _publish(
+        amqp_url,
+        topology,
+        "proposal.created",
+        ProposalEvent(event="created", proposal=view_of(new)),
+    )
+
+    async def replaced() -> dict[str, Any] | None:
+        view = (await agent.get(f"/v1/conversations/{conversation}", headers=auth(club))).json()
+        cards = view["cards"]
+        if (
+            cards.get(new.proposal_id, {}).get("replaces")
+            and cards[stored.proposal_id]["status"] == "superseded"
+        ):
+            return dict(view)
+        return None
+
+    view = await wait_until(replaced, what="the new card")
+    assert view["cards"][stored.proposal_id]["replaced_by"] == new.proposal_id
+    codes = [(m["code"], m["proposal_id"]) for m in view["messages"] if m["role"] == "app"]
+    assert ("proposal_revised", new.proposal_id) in codes and (
+        "proposal_ready",
+        new.proposal_id,
+    ) in codes
+
+
+async def test_a_pause_point_halts_then_its_resolution_runs_the_next_turn_once(
+    agent: httpx.AsyncClient,
+    club: dict[str, Any],
+    model: FakeModel,
+    proposals: FakeProposals,
+    amqp_url: str,
+    topology: Topology,
+    engine: AsyncEngine,
+) -> None:
+    arguments = {
+        "title": "Which destination?",
+        "description": "Pick one",
+        "options": ["Card", "Credit"],
+        "payload": '{"step": 1}',
+        "kind": None,
+        "form_schema": None,
+    }
+    model.steps = [call("wait_for_approval", json.dumps(arguments)), say("Credit it is.")]
+    opened = await agent.post(
+        "/v1/conversations",
+        json={"section": "orders", "resource_id": club["refund_case"]["order_id"]},
+        headers=auth(club),
+    )
+    conversation = opened.json()["id"]
+    posted = await agent.post(
+        f"/v1/conversations/{conversation}/messages", json={"content": "Ask me"}, headers=auth(club)
+    )
+    card = posted.json()["messages"][-1]
+    [asked] = proposals.pauses
+    assert card["code"] == "pause_point_card" and card["pause_point_id"] == asked.pause_point_id
+    assert asked.kind == "choice" and asked.payload == {"step": 1}
+    assert asked.conversation_id == conversation and len(model.requests) == 1
+    now = datetime.now(UTC)
+    resolved = pause_view_of(
+        asked,
+        status="resolved",
+        resolution={"action": "option", "option": "Credit"},
+        resolved_by=club["users"]["manager"]["id"],
+        resolved_at=now,
+    )
+    copies = [PausePointResolved(pause_point=resolved, source="proposals") for _ in range(2)]
+    for message in copies:
+        await _publish(amqp_url, topology, "pause_point.resolved", message)
+
+    async def answered() -> list[Any] | None:
+        messages = await _messages(agent, club, conversation)
+        return messages if messages[-1]["text"] == "Credit it is." else None
+
+    messages = await wait_until(answered, what="the next turn")
+    synthetic = [m for m in messages if m["synthetic"]]
+    assert len(synthetic) == 1 and synthetic[0]["role"] == "user"
+    assert "Chose: Credit" in synthetic[0]["text"]
+    assert model.requests[-1][-1]["content"] == synthetic[0]["text"]
+
+    async def both_handled() -> bool:
+        ids = [m.message_id for m in copies]
+        sql = "SELECT count(*) FROM agent.inbox WHERE message_id = ANY(:ids)"
+        settled = (
+            "SELECT turn_id IS NULL AND pending_trigger IS NULL "
+            "FROM agent.conversations WHERE id = :c"
+        )
+        async with engine.connect() as conn:
+            handled = (await conn.execute(text(sql), {"ids": ids})).scalar()
+            idle = (await conn.execute(text(settled), {"c": conversation})).scalar()
+        return handled == 2 and bool(idle)
+
+    await wait_until(both_handled, what="both copies handled")
+    assert len(model.requests) == 2  # the duplicate ran no second turn
+
+
+async def test_an_expired_pause_point_is_ignored_on_resume(
+    agent: httpx.AsyncClient,
+    club: dict[str, Any],
+    model: FakeModel,
+    proposals: FakeProposals,
+    amqp_url: str,
+    topology: Topology,
+) -> None:
+    arguments = {
+        "title": "Go on?",
+        "description": "d",
+        "options": None,
+        "payload": None,
+        "kind": "approval",
+        "form_schema": None,
+    }
+    model.steps = [call("wait_for_approval", json.dumps(arguments))]
+    opened = await agent.post(
+        "/v1/conversations",
+        json={"section": "orders", "resource_id": club["refund_case"]["order_id"]},
+        headers=auth(club),
+    )
+    conversation = opened.json()["id"]
+    await agent.post(
+        f"/v1/conversations/{conversation}/messages", json={"content": "?"}, headers=auth(club)
+    )
+    [asked] = proposals.pauses
+    past = datetime.now(UTC) - timedelta(minutes=1)
+    late = pause_view_of(
+        asked,
+        status="resolved",
+        resolution={"action": "approve"},
+        expires_at=past,
+        resolved_at=datetime.now(UTC),
+    )
+    await _publish(amqp_url, topology, "pause_point.resolved", PausePointResolved(pause_point=late))
+
+    async def noted() -> bool:
+        return any(
+            m["code"] == "pause_point_expired" for m in await _messages(agent, club, conversation)
+        )
+
+    await wait_until(noted, what="the expiry note")
+    assert not any(m["synthetic"] for m in await _messages(agent, club, conversation))
+    assert len(model.requests) == 1
+
+
+async def test_revisions_are_resolved_for_the_proposals_service(
+    agent: httpx.AsyncClient,
+    club: dict[str, Any],
+    other_club: dict[str, Any],
+    amqp_url: str,
+    topology: Topology,
+    engine: AsyncEngine,
+) -> None:
+    case = club["refund_case"]
+
+    def ask(**changes: Any) -> ResolveRequested:
+        fields: dict[str, Any] = {
+            "proposal_id": "prp_01old",
+            "organization_id": club["id"],
+            "requested_by": club["users"]["manager"]["id"],
+            "section": "orders",
+            "resource_id": case["order_id"],
+            "operation_kind": "order.refund_missing_discount",
+            "contract_version": 1,
+            "request": json.loads(_refund(case, "account_credit")),
+        }
+        return ResolveRequested(**{**fields, **changes})
+
+    async with RabbitBroker(amqp_url) as broker:
+
+        async def answer(question: ResolveRequested) -> ResolveReply:
+            response = await broker.request(
+                question.model_dump_json().encode(),
+                exchange=topology.exchange("commands"),
+                routing_key="revision.resolve",
+                message_id=question.message_id,
+                correlation_id=question.proposal_id,
+                timeout=10.0,
+            )
+            return ResolveReply.model_validate_json(response.body)
+
+        accepted = await answer(ask())
+        assert accepted.accepted and accepted.preview is not None
+        assert accepted.preview["destination"] == "account_credit"
+        assert accepted.preview["amount_cents"] == 3500 and accepted.contract_version == 1
+        assert accepted.correlation_id == "prp_01old"
+        sneaky = await answer(ask(request={**json.loads(_refund(case)), "amount_cents": 1}))
+        assert not sneaky.accepted and sneaky.reason is not None
+        assert sneaky.reason.code == "invalid_request"
+        assert sneaky.reason.params["field"] == "amount_cents"
+        elsewhere = await answer(ask(resource_id=other_club["refund_case"]["order_id"]))
+        assert not elsewhere.accepted and elsewhere.reason.code == "order_not_found"  # type: ignore[union-attr]
+        outsider = await answer(ask(requested_by=other_club["users"]["manager"]["id"]))
+        assert not outsider.accepted and outsider.reason.code == "forbidden"  # type: ignore[union-attr]
+        replayed = ask()
+        first, second = await answer(replayed), await answer(replayed)
+        assert first.message_id == second.message_id

@@ -1,0 +1,192 @@
+"""What the agent's integration tests need around the service: a model, a proposals service.
+
+- ``FakeModel``: a ``ChatModel`` answering from a queue of replies (or functions of the
+  messages), recording every request it got;
+- ``FakeProposals``: a stand-in for the proposals service's two request-reply queues
+  (``proposals.requests``, ``proposals.pause-points``) on the test's own topology, recording
+  what it was asked and answering accepted (or with a reason, as a test sets);
+- ``running_agent``: the agent in-process behind a real socket (server-sent events need one),
+  its consumers and loops running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import uvicorn
+from faststream import AckPolicy
+from faststream.rabbit import RabbitBroker
+from faststream.rabbit.annotations import RabbitMessage
+from signoff_agent.app import create_app
+from signoff_agent.model import ModelReply, ModelUnavailable, ToolCall
+from signoff_agent.settings import AgentSettings
+from signoff_contracts.reasons import Reason
+from signoff_contracts.v1 import (
+    PausePointRequested,
+    PausePointRequestReply,
+    PausePointView,
+    ProposalRequested,
+    ProposalRequestReply,
+    ProposalView,
+)
+from signoff_runtime.settings import AuthSettings
+from signoff_runtime.testing.processes import free_port
+from signoff_runtime.tokens import issue_token
+from signoff_runtime.topology import Topology
+
+Step = ModelReply | ModelUnavailable | Callable[[list[dict[str, Any]]], ModelReply]
+
+
+def call(name: str, arguments: str = "{}", call_id: str = "call_1") -> ModelReply:
+    return ModelReply(content=None, tool_calls=(ToolCall(call_id, name, arguments),))
+
+
+def say(text: str) -> ModelReply:
+    return ModelReply(content=text)
+
+
+@dataclass
+class FakeModel:
+    steps: list[Step] = field(default_factory=list)
+    requests: list[list[dict[str, Any]]] = field(default_factory=list)
+    tools: list[list[dict[str, Any]]] = field(default_factory=list)
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply:
+        self.requests.append([dict(m) for m in messages])
+        self.tools.append(tools)
+        if not self.steps:
+            raise ModelUnavailable("model_bad_response")
+        step = self.steps.pop(0)
+        if isinstance(step, ModelUnavailable):
+            raise step
+        return step(messages) if callable(step) else step
+
+
+def auth(org: dict[str, Any], role: str = "manager") -> dict[str, str]:
+    """The headers of a demo person of ``org`` (``manager`` or ``viewer``)."""
+    value = issue_token(AuthSettings(), org["users"][role]["id"], org["id"])
+    return {"Authorization": f"Bearer {value}"}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def view_of(msg: ProposalRequested) -> ProposalView:
+    return ProposalView(
+        id=msg.proposal_id,
+        organization_id=msg.organization_id,
+        requested_by=msg.requested_by,
+        conversation_id=msg.conversation_id,
+        section=msg.section,
+        resource_id=msg.resource_id,
+        operation_kind=msg.operation_kind,
+        contract_version=msg.contract_version,
+        preview=msg.preview,
+        status="pending",  # type: ignore[arg-type]
+        created_at=_now(),
+        expires_at=_now() + timedelta(days=1),
+    )
+
+
+def changed(view: ProposalView, **updates: Any) -> ProposalView:
+    """``view`` with ``updates``, validated (a status given as text becomes the enum)."""
+    return ProposalView.model_validate({**view.model_dump(), **updates})
+
+
+def pause_view_of(msg: PausePointRequested, **changes: Any) -> PausePointView:
+    fields: dict[str, Any] = {
+        "id": msg.pause_point_id,
+        "organization_id": msg.organization_id,
+        "conversation_id": msg.conversation_id,
+        "title": msg.title,
+        "description": msg.description,
+        "options": msg.options,
+        "payload": msg.payload,
+        "kind": msg.kind,
+        "form_schema": msg.form_schema,
+        "status": "pending",
+        "created_at": _now(),
+        "expires_at": _now() + timedelta(hours=1),
+    }
+    return PausePointView(**{**fields, **changes})
+
+
+@dataclass
+class FakeProposals:
+    proposals: list[ProposalRequested] = field(default_factory=list)
+    pauses: list[PausePointRequested] = field(default_factory=list)
+    refuse_with: Reason | None = None
+
+    async def propose(self, body: bytes) -> bytes:
+        msg = ProposalRequested.model_validate_json(body)
+        if self.refuse_with is not None:
+            reply = ProposalRequestReply(accepted=False, reason=self.refuse_with)
+        else:
+            self.proposals.append(msg)
+            reply = ProposalRequestReply(accepted=True, proposal=view_of(msg))
+        return reply.model_dump_json().encode()
+
+    async def pause(self, body: bytes) -> bytes:
+        msg = PausePointRequested.model_validate_json(body)
+        if self.refuse_with is not None:
+            reply = PausePointRequestReply(accepted=False, reason=self.refuse_with)
+        else:
+            self.pauses.append(msg)
+            reply = PausePointRequestReply(accepted=True, pause_point=pause_view_of(msg))
+        return reply.model_dump_json().encode()
+
+    @asynccontextmanager
+    async def running(self, amqp_url: str, topology: Topology) -> AsyncIterator[RabbitBroker]:
+        broker = RabbitBroker(amqp_url, log_level=logging.DEBUG)
+        for key, answer in (
+            ("proposals.requests", self.propose),
+            ("proposals.pause-points", self.pause),
+        ):
+            self._answer(broker, topology, key, answer)
+        async with broker:
+            await broker.start()
+            yield broker
+
+    @staticmethod
+    def _answer(broker: RabbitBroker, topology: Topology, key: str, answer: Any) -> None:
+        @broker.subscriber(
+            topology.queue(key),
+            exchange=topology.exchange("commands"),
+            ack_policy=AckPolicy.ACK,
+            decoder=lambda msg: msg.body,
+        )
+        async def handle(msg: RabbitMessage) -> bytes:
+            body: bytes = await answer(msg.body)
+            return body
+
+
+@asynccontextmanager
+async def running_agent(
+    settings: AgentSettings, model: FakeModel
+) -> AsyncIterator[httpx.AsyncClient]:
+    port = free_port()
+    app = create_app(settings, model=model)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on")
+    )
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.02)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=20.0) as http:
+            yield http
+    finally:
+        server.should_exit = True
+        await task

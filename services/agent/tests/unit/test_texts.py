@@ -1,0 +1,95 @@
+"""App-authored messages: every code in both locales, reasons from the operation's own words."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from signoff_agent import prompts, texts
+from signoff_contracts.assistants import Assistant
+from signoff_contracts.operations import LOCALES, Scope
+from signoff_runtime.registry import Operations
+
+
+class Op:
+    kind = "order.refund_missing_discount"
+    version = 1
+    reasons = {
+        "amount_changed": {
+            "en": "Now {current_cents} cents.",
+            "fr": "Maintenant {current_cents} cents.",
+        }
+    }
+
+
+OPS = Operations([Op()])  # type: ignore[list-item]
+
+
+def test_every_message_exists_in_every_locale() -> None:
+    for code, by_locale in texts.MESSAGES.items():
+        assert set(by_locale) == set(LOCALES), code
+    for table in (texts.CAUSES, texts.REASONS):
+        for code, by_locale in table.items():
+            assert set(by_locale) == set(LOCALES), code
+
+
+def test_a_viewer_reads_in_their_locale() -> None:
+    params = {"kind": Op.kind, "reason": {"code": "amount_changed", "params": {"current_cents": 7}}}
+    en = texts.render("proposal_revision_required", params, "en", OPS)
+    fr = texts.render("proposal_revision_required", params, "fr", OPS)
+    assert "Now 7 cents." in en and "Maintenant 7 cents." in fr
+
+
+def test_unknown_reasons_and_codes_still_say_something_safe() -> None:
+    params = {"reason": {"code": "mystery", "params": {}}}
+    assert "mystery" in texts.render("proposal_refused", params, "en", OPS)
+    assert texts.render("no_such_code", {}, "en", OPS) == "no_such_code"
+    assert "…" in texts.render("proposal_failed", {}, "en", OPS)
+
+
+def test_a_decline_with_a_reason_quotes_it() -> None:
+    said = texts.render("proposal_declined", {"decline_reason": "Use credit"}, "fr", OPS)
+    assert "« Use credit »" in said
+    assert texts.render("proposal_declined", {"decline_reason": None}, "en", OPS).endswith(
+        "declined."
+    )
+
+
+class Helper(Assistant):
+    section = "orders"
+    resource = "order"
+    instructions = {"en": "Be brief.", "fr": "Soyez bref."}
+    max_context_chars = 50
+
+    async def exists(self, conn: Any, scope: Scope) -> bool:
+        return True
+
+    async def context(self, conn: Any, scope: Scope) -> str:
+        return ""
+
+
+def _row(**fields: Any) -> Any:
+    base = {"role": "user", "content": "", "code": None, "params": {}, "proposal_id": None}
+    return SimpleNamespace(**{**base, "pause_point_id": None, **fields})
+
+
+def test_the_model_gets_bounded_app_written_context() -> None:
+    notes = [
+        SimpleNamespace(
+            code="declined",
+            proposal_id="prp_1",
+            params={"kind": Op.kind, "decline_reason": "Refund to credit instead " + "z" * 900},
+        )
+    ]
+    history = [_row(content=f"message {i} " + "y" * 300) for i in range(30)]
+    history.append(_row(role="app", code="proposal_ready", proposal_id="prp_1"))
+    history.append(_row(content="latest"))
+    budget = prompts.Budget(history_messages=10, history_chars=1000, note_chars=100)
+    messages = prompts.build(Helper(), "fr", "C" * 500, notes, history, OPS, budget)  # type: ignore[arg-type]
+    system, context, *rest = messages
+    assert "Soyez bref." in system["content"] and "French" in system["content"]
+    assert "C" * 50 in context["content"] and "C" * 51 not in context["content"]
+    assert "Refund to credit instead" in context["content"] and "z" * 100 not in context["content"]
+    assert rest[-1] == {"role": "user", "content": "latest"}
+    assert rest[-2]["role"] == "system" and "(prp_1)" in rest[-2]["content"]
+    assert sum(len(m["content"]) for m in rest) <= 1000 and len(rest) < 10
