@@ -8,6 +8,7 @@ with ``SKIP LOCKED``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,7 +20,7 @@ from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
 from signoff_runtime.service import Runtime
 
-from signoff_proposals import handlers, routes, sweeps
+from signoff_proposals import decision_routes, handlers, resolver, routes, sweeps
 from signoff_proposals.context import Context, load_domain
 from signoff_proposals.settings import ProposalsSettings
 from signoff_proposals.tables import outbox
@@ -40,19 +41,22 @@ def create_app(
         topology=runtime.topology,
         operations=ops,
         directory=people,
+        broker=resolver.requests_broker(settings),
     )
     handlers.register(ctx, runtime.broker)
     runtime.loops.extend(_loops(ctx, runtime))
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with runtime.running():
+        # the requests' broker outlives the consumers, which may be asking through it
+        async with ctx.broker or contextlib.nullcontext(), runtime.running():
             yield
 
     app = FastAPI(title="signoff proposals", lifespan=lifespan)
     app.state.context = ctx
     app.state.runtime = runtime
     app.include_router(routes.router(ctx))
+    app.include_router(decision_routes.router(ctx))
     install_standard_routes(app, {"db": runtime.db_ok, "broker": runtime.broker_ok})
     return app
 

@@ -2,7 +2,9 @@
 
 The inbox row and the decision commit together, with the reply stored beside the row: a
 replayed command (the same ``message_id``) gets the very reply the first one got and decides
-nothing again — even if the token has expired since, or the proposal has moved on.
+nothing again — even if the token has expired since, or the proposal has moved on. A revision
+asks the agent between two transactions, so ``revisions`` keeps its inbox row itself, in the
+transaction that decides.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from signoff_contracts.v1 import (
     ApprovalReply,
     ApproveProposal,
     DeclineProposal,
+    ResolvePausePoint,
+    ReviseProposal,
 )
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
 
-from signoff_proposals import decide, domain
+from signoff_proposals import decide, pause_points, revisions
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
+from signoff_proposals.pause_rules import Resolution
 from signoff_proposals.tables import inbox
 
 COMMAND_NAMES = {
@@ -29,6 +34,10 @@ COMMAND_NAMES = {
 
 
 async def answer(ctx: Context, command: ApprovalCommand) -> ApprovalReply:
+    if isinstance(command, ReviseProposal):
+        return await revisions.revise(
+            ctx, command.token, command.proposal_id, command.request, dedup=command.message_id
+        )
     async with repo.unit_of_work(ctx.engine) as tx:
         if not await first_delivery(tx.conn, inbox, command.message_id):
             stored = await stored_result(tx.conn, inbox, command.message_id)
@@ -46,5 +55,6 @@ async def _dispatch(ctx: Context, tx: repo.Tx, command: ApprovalCommand) -> Appr
         return await decide.approve(ctx, tx, command.token, command.proposal_id)
     if isinstance(command, DeclineProposal):
         return await decide.decline(ctx, tx, command.token, command.proposal_id, command.reason)
-    # ReviseProposal and ResolvePausePoint arrive with a later issue; until then, a typed "no".
-    return decide.reply(domain.NOT_IMPLEMENTED)
+    assert isinstance(command, ResolvePausePoint), "revisions are answered before the inbox"
+    resolution = Resolution(command.action, command.option, command.data, command.reply)
+    return await pause_points.resolve(ctx, tx, command.token, command.pause_point_id, resolution)

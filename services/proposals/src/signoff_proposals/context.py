@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import import_module
 
+from faststream.rabbit import RabbitBroker
 from signoff_contracts.operations import Directory
 from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.topology import Topology
@@ -26,6 +27,9 @@ class Context:
     topology: Topology
     operations: Operations
     directory: Directory
+    #: the broker for the requests the service makes itself (a revision asks the agent); not
+    #: the consumers' broker (see ``resolver.requests_broker``)
+    broker: RabbitBroker | None = None
 
 
 def load_domain(

@@ -40,47 +40,47 @@ PENDING = ProposalStatus.PENDING
 
 
 @dataclass(frozen=True, slots=True)
-class _Admitted:
+class Admitted:
     claims: Claims
     member: Membership
     row: Row[Any]
 
 
 async def approve(ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str) -> ApprovalReply:
-    admitted = await _admit(ctx, tx, token, proposal_id, "approve")
+    admitted = await admit(ctx, tx, token, proposal_id, "approve")
     if isinstance(admitted, ApprovalReply):
         return admitted
     row = admitted.row
     if (answer := domain.answer_for(ProposalStatus(row.status))) is not None:
         return reply(answer, row)
     if row.lapsed:
-        return await _after_lost_claim(ctx, tx, row.id)
+        return await after_lost_claim(ctx, tx, row.id)
     try:
         op = ctx.operations.get(row.operation_kind, row.contract_version)
         op.parse_arguments(row.arguments)
     except (UnknownOperation, ValidationError) as exc:
         return await _fail_unparseable(ctx, tx, admitted, exc)
-    if not op.authorize(_actor(admitted), _scope(row)):
-        return await _forbidden(tx, admitted, "approve")
+    if not op.authorize(actor_of(admitted), scope_of(row)):
+        return await forbidden(tx, admitted, "approve")
     return await _claim(ctx, tx, admitted)
 
 
 async def decline(
     ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, reason: str | None = None
 ) -> ApprovalReply:
-    admitted = await _admit(ctx, tx, token, proposal_id, "decline")
+    admitted = await admit(ctx, tx, token, proposal_id, "decline")
     if isinstance(admitted, ApprovalReply):
         return admitted
     row = admitted.row
     if (answer := domain.answer_for(ProposalStatus(row.status))) is not None:
         return reply(answer, row)
     if row.lapsed:
-        return await _after_lost_claim(ctx, tx, row.id)
+        return await after_lost_claim(ctx, tx, row.id)
     op = _operation(ctx, row)
     # Declining executes nothing: an operation no longer installed cannot vouch for a role, and
     # that must not leave its proposals undeclinable.
-    if op is not None and not op.authorize(_actor(admitted), _scope(row)):
-        return await _forbidden(tx, admitted, "decline")
+    if op is not None and not op.authorize(actor_of(admitted), scope_of(row)):
+        return await forbidden(tx, admitted, "decline")
     declined = await repo.transition(
         tx,
         row.id,
@@ -94,7 +94,7 @@ async def decline(
         },
     )
     if declined is None:
-        return await _after_lost_claim(ctx, tx, row.id)
+        return await after_lost_claim(ctx, tx, row.id)
     await repo.write_audit(
         tx,
         row.id,
@@ -108,9 +108,9 @@ async def decline(
     return reply(domain.DECLINED, declined)
 
 
-async def _admit(
+async def admit(
     ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, command: str
-) -> _Admitted | ApprovalReply:
+) -> Admitted | ApprovalReply:
     try:
         claims = verify_token(ctx.settings.auth, token)
     except TokenInvalid:
@@ -131,10 +131,10 @@ async def _admit(
         return reply(domain.FORBIDDEN)
     if row is None or not in_org:
         return reply(domain.NOT_FOUND)
-    return _Admitted(claims, member, row)
+    return Admitted(claims, member, row)
 
 
-async def _claim(ctx: Context, tx: repo.Tx, admitted: _Admitted) -> ApprovalReply:
+async def _claim(ctx: Context, tx: repo.Tx, admitted: Admitted) -> ApprovalReply:
     group = ctx.settings.proposals
     claimed = await repo.transition(
         tx,
@@ -152,7 +152,7 @@ async def _claim(ctx: Context, tx: repo.Tx, admitted: _Admitted) -> ApprovalRepl
         },
     )
     if claimed is None:
-        return await _after_lost_claim(ctx, tx, admitted.row.id)
+        return await after_lost_claim(ctx, tx, admitted.row.id)
     contract = contract_for(ctx, claimed)
     await repo.write_audit(
         tx,
@@ -169,7 +169,7 @@ async def _claim(ctx: Context, tx: repo.Tx, admitted: _Admitted) -> ApprovalRepl
     return reply(domain.CLAIMED, claimed)
 
 
-async def _after_lost_claim(ctx: Context, tx: repo.Tx, proposal_id: str) -> ApprovalReply:
+async def after_lost_claim(ctx: Context, tx: repo.Tx, proposal_id: str) -> ApprovalReply:
     """The conditional UPDATE matched nothing (or the row had lapsed): answer from the row now.
 
     A lapsed pending row is marked expired on the spot; the sweeper would do the same later.
@@ -198,7 +198,7 @@ async def _after_lost_claim(ctx: Context, tx: repo.Tx, proposal_id: str) -> Appr
 
 
 async def _fail_unparseable(
-    ctx: Context, tx: repo.Tx, admitted: _Admitted, exc: Exception
+    ctx: Context, tx: repo.Tx, admitted: Admitted, exc: Exception
 ) -> ApprovalReply:
     """The stored contract can no longer be read as its operation's ``Arguments``: it fails.
 
@@ -230,7 +230,7 @@ async def _fail_unparseable(
         },
     )
     if failed is None:
-        return await _after_lost_claim(ctx, tx, row.id)
+        return await after_lost_claim(ctx, tx, row.id)
     await repo.write_audit(
         tx,
         row.id,
@@ -244,7 +244,7 @@ async def _fail_unparseable(
     return reply(domain.ALREADY_COMPLETED, failed)
 
 
-async def _forbidden(tx: repo.Tx, admitted: _Admitted, command: str) -> ApprovalReply:
+async def forbidden(tx: repo.Tx, admitted: Admitted, command: str) -> ApprovalReply:
     await repo.write_audit(
         tx,
         admitted.row.id,
@@ -277,13 +277,13 @@ def _operation(ctx: Context, row: Row[Any]) -> AnyOperation | None:
         return None
 
 
-def _actor(admitted: _Admitted) -> Actor:
+def actor_of(admitted: Admitted) -> Actor:
     return Actor(
         user_id=admitted.claims.sub, organization_id=admitted.claims.org, role=admitted.member.role
     )
 
 
-def _scope(row: Row[Any]) -> Scope:
+def scope_of(row: Row[Any]) -> Scope:
     return Scope(
         organization_id=row.organization_id, section=row.section, resource_id=row.resource_id
     )

@@ -1,4 +1,4 @@
-"""The service's AMQP consumers: proposal requests, approval commands, outcomes.
+"""The service's AMQP consumers: proposal requests, approval commands, pause points, outcomes.
 
 Each subscriber acks manually through ``settle`` (after its transaction committed) and parses
 the body itself, so a malformed message is answered or dead-lettered with a reason instead of
@@ -22,12 +22,13 @@ from pydantic import ValidationError
 from signoff_contracts.v1 import (
     Envelope,
     OutcomeReported,
+    PausePointRequested,
     ProposalRequested,
     approval_command_adapter,
 )
 from signoff_runtime.consumer import settle
 
-from signoff_proposals import commands, decide, domain, intake, outcomes
+from signoff_proposals import commands, decide, domain, intake, outcomes, pause_points
 from signoff_proposals.context import Context
 from signoff_proposals.metrics import APPROVAL_COMMANDS
 
@@ -72,6 +73,16 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
             work=lambda: _command(ctx, broker, msg),
         )
 
+    @subscriber("proposals.pause-points")
+    async def on_pause_point_requested(msg: RabbitMessage) -> None:
+        await settle(
+            msg,
+            broker=broker,
+            topology=topo,
+            queue_key="proposals.pause-points",
+            work=lambda: _pause_point(ctx, broker, msg),
+        )
+
     @subscriber("proposals.outcomes")
     async def on_outcome(msg: RabbitMessage) -> None:
         await settle(
@@ -92,6 +103,17 @@ async def _intake(ctx: Context, broker: RabbitBroker, msg: Message) -> None:
         await _reply(ctx, broker, msg, intake.invalid_request(msg.raw_message.correlation_id))
         return
     await _reply(ctx, broker, msg, await intake.store(ctx, request))
+
+
+async def _pause_point(ctx: Context, broker: RabbitBroker, msg: Message) -> None:
+    try:
+        request = PausePointRequested.model_validate_json(msg.body)
+    except ValidationError as exc:
+        if not msg.reply_to:
+            raise
+        await _reply(ctx, broker, msg, pause_points.invalid_request(msg.body, exc))
+        return
+    await _reply(ctx, broker, msg, await pause_points.store(ctx, request))
 
 
 async def _command(ctx: Context, broker: RabbitBroker, msg: Message) -> None:

@@ -2,7 +2,9 @@
 
 The proposal row is its own dedup record: ``INSERT … ON CONFLICT DO NOTHING`` either stores it
 or finds the earlier copy, which is returned unchanged. A revision (``supersedes``) replaces a
-still-pending proposal in the same transaction, or is refused and stores nothing.
+still-pending proposal in the same transaction, or is refused and stores nothing. The quotas
+(``quotas``) are counted under the organization's lock after the insert, and an excess is
+refused (``conversation_quota_exceeded`` / ``organization_quota_exceeded``), storing nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ProposalRequested, ProposalRequestReply
 from signoff_runtime.registry import UnknownOperation
 
+from signoff_proposals import quotas
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.outbox import SOURCE, announce
@@ -62,6 +65,7 @@ def _check_operation(ctx: Context, msg: ProposalRequested) -> None:
 
 async def _store(ctx: Context, tx: repo.Tx, msg: ProposalRequested) -> Any:
     op = ctx.operations.get(msg.operation_kind, msg.contract_version)
+    await quotas.lock_organization(tx.conn, quotas.PROPOSALS_LOCK, msg.organization_id)
     row = await repo.insert_proposal(tx, msg, op.ttl)
     if row is None:
         stored = await repo.get(tx.conn, msg.proposal_id)
@@ -71,6 +75,7 @@ async def _store(ctx: Context, tx: repo.Tx, msg: ProposalRequested) -> Any:
         return stored
     if msg.supersedes is not None:
         await _supersede(ctx, tx, msg)
+    await _check_quota(ctx, tx, msg)
     await repo.write_audit(
         tx,
         row.id,
@@ -105,6 +110,20 @@ async def _supersede(ctx: Context, tx: repo.Tx, msg: ProposalRequested) -> None:
         detail={"superseded_by": msg.proposal_id},
     )
     await announce(ctx, tx, "superseded", old, causation_id=msg.message_id)
+
+
+async def _check_quota(ctx: Context, tx: repo.Tx, msg: ProposalRequested) -> None:
+    group = ctx.settings.proposals
+    excess = await quotas.excess(
+        tx.conn,
+        "proposals",
+        msg.organization_id,
+        msg.conversation_id,
+        per_conversation=group.max_pending_per_conversation,
+        per_organization=group.max_pending_per_organization,
+    )
+    if excess is not None:
+        raise Refused(excess.code, **excess.params)
 
 
 def _reply(

@@ -24,3 +24,8 @@ CONTRACTS_REPUBLISHED = Counter(
     "Execution contracts re-published by the stuck-execution sweep, by operation kind.",
     ["kind"],
 )
+PAUSE_POINTS = Counter(
+    "signoff_proposals_pause_points_total",
+    "Pause points stored (`pending`), resolved or expired, by pause-point kind.",
+    ["kind", "status"],
+)

@@ -18,6 +18,20 @@ class ProposalsGroup(BaseModel):
     stuck_backoff_max_s: float = Field(default=3600.0, gt=0)
     stuck_interval_s: float = Field(default=5.0, gt=0)
     stuck_batch: int = Field(default=100, ge=1, le=10_000)
+    #: quotas on what waits for people (see ``quotas``): pending proposals per conversation and
+    #: per organization, and pending pause points per conversation (the organization limit
+    #: applies to pause points as well, counted separately)
+    max_pending_per_conversation: int = Field(default=5, ge=1)
+    max_pending_per_organization: int = Field(default=500, ge=1)
+    max_pending_pause_points_per_conversation: int = Field(default=5, ge=1)
+    #: how long a pause point waits for its answer (from the database clock at storing)
+    pause_point_ttl_s: float = Field(default=86_400.0, gt=0)
+    #: roles that may see pause points but not resolve them
+    look_only_roles: list[str] = Field(default_factory=lambda: ["viewer"])
+    #: how long a revision waits for the agent to resolve the edited request — below the
+    #: callers' own request timeout (``SIGNOFF_AMQP__REQUEST_TIMEOUT_S``), so that a caller over
+    #: AMQP hears ``agent_unavailable`` instead of timing out itself
+    resolve_timeout_s: float = Field(default=5.0, gt=0)
     #: ``module:callable`` returning ``(operations, directory)`` instead of the entry points.
     #: Tests only: refused unless ``SIGNOFF_ENV=test``.
     test_plugin: str | None = None

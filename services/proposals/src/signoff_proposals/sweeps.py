@@ -1,7 +1,8 @@
 """The service's background sweeps: expiry, and stuck executions.
 
 **Expiry.** Pending proposals past ``expires_at`` are marked ``expired`` (audit + event) in bounded
-batches taken with ``FOR UPDATE SKIP LOCKED``, so several replicas share the work. The sweep is
+batches taken with ``FOR UPDATE SKIP LOCKED``, so several replicas share the work; pending pause
+points past theirs are marked ``expired`` the same way. The sweep is
 for the record and the live views only: the claim itself refuses a lapsed proposal
 (``expires_at > statement_timestamp()``), so nothing can be approved late while the sweep lags.
 
@@ -24,6 +25,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 from signoff_contracts.status import ProposalStatus
 
+from signoff_proposals import pause_points
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.domain import SYSTEM_ACTOR
@@ -48,9 +50,10 @@ async def expire_once(ctx: Context) -> int:
                 detail={"noticed_by": "sweep"},
             )
             await announce(ctx, tx, "expired", row)
+        paused = await pause_points.expire_due(tx.conn, ctx.settings.proposals.expiry_batch)
     if rows:
         log.info("proposals.expired", count=len(rows))
-    return len(rows)
+    return max(len(rows), paused)
 
 
 async def republish_once(ctx: Context) -> int:

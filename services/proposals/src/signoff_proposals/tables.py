@@ -131,6 +131,12 @@ Index(
     pause_points.c.id.desc(),
     postgresql_where=text("status = 'pending'"),
 )
+# the expiry sweep's look for lapsed pending pause points (migration 0003)
+Index(
+    "ix_pause_points_pending_expiry",
+    pause_points.c.expires_at,
+    postgresql_where=text("status = 'pending'"),
+)
 
 outbox = outbox_table(metadata, SCHEMA)
 # The stuck sweep asks "is a copy of this proposal's contract still waiting to be sent?"

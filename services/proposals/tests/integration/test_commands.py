@@ -8,8 +8,6 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import (
     ApproveProposal,
     DeclineProposal,
-    ResolvePausePoint,
-    ReviseProposal,
 )
 from signoff_runtime.topology import ROUTING_KEYS
 
@@ -62,19 +60,6 @@ async def test_scope_and_role_refusals_are_typed_replies(service):
     assert (forbidden.result, forbidden.http_status, forbidden.proposal) == ("forbidden", 403, None)
     assert (not_found.result, not_found.http_status, not_found.proposal) == ("not_found", 404, None)
     assert await service.contracts(pid) == []
-
-
-async def test_revise_and_resolve_are_not_implemented_yet(service):
-    org = new_id("org")
-    pid = await service.pending(org)
-    token = await service.approver(org)
-    for command in (
-        ReviseProposal(token=token, proposal_id=pid, request={"points": 3}),
-        ResolvePausePoint(token=token, pause_point_id="pp_01abc", action="approve"),
-    ):
-        reply = await service.command(command)
-        assert (reply.result, reply.reason.code) == ("invalid", "not_implemented")
-    assert (await service.row(pid)).status == "pending"
 
 
 async def test_a_malformed_command_is_answered_invalid_or_dead_lettered(service, amqp, amqp_url):

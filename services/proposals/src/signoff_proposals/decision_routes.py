@@ -1,0 +1,112 @@
+"""HTTP for revisions and pause points: the same code paths as the AMQP commands, translated.
+
+``POST /v1/proposals/{id}/revise`` calls ``revisions.revise`` and ``POST
+/v1/pause-points/{id}/resolve`` calls ``pause_points.resolve`` — exactly what the AMQP
+``ReviseProposal`` / ``ResolvePausePoint`` commands call. A typed ``ApprovalReply`` becomes a 200
+with the reply, or a problem document whose ``code`` is the reply's result, with two readings of
+their own: a pause point that cannot be resolved any more is ``not_resolvable`` (its reason
+``resolved`` or ``expired``, the stored resolution shown), and a server-side failure (5xx) is
+named by its reason (``agent_unavailable``, ``agent_reply_invalid``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from signoff_contracts.v1 import ApprovalReply
+from signoff_runtime.problems import Problem
+from signoff_runtime.tokens import TokenInvalid, bearer, verify_token
+
+from signoff_proposals import pause_points, revisions
+from signoff_proposals import pause_repository as pause_repo
+from signoff_proposals import repository as repo
+from signoff_proposals.context import Context
+from signoff_proposals.metrics import APPROVAL_COMMANDS
+from signoff_proposals.pause_rules import Resolution
+
+Authorization = Annotated[str | None, Header()]
+
+_TITLES = {
+    "unauthenticated": "A valid bearer token is required.",
+    "forbidden": "You may not do this.",
+    "not_found": "No such proposal or pause point.",
+    "not_approvable": "This proposal cannot be revised now.",
+    "not_resolvable": "This pause point cannot be resolved any more.",
+    "invalid": "The command is not valid.",
+    "rate_limited": "Too many proposals are waiting for a decision.",
+    "agent_unavailable": "The assistant did not answer in time; nothing was changed.",
+    "agent_reply_invalid": "The assistant's answer could not be used; nothing was changed.",
+}
+
+
+class ReviseBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    request: dict[str, Any]
+
+
+class ResolveBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["approve", "decline", "option", "data"]
+    option: str | None = Field(default=None, max_length=200)
+    data: dict[str, Any] | None = None
+    reply: str | None = Field(default=None, max_length=2000)
+
+
+def router(ctx: Context) -> APIRouter:
+    api = APIRouter(prefix="/v1")
+
+    @api.post("/proposals/{proposal_id}/revise")
+    async def revise(
+        proposal_id: str, body: ReviseBody, authorization: Authorization = None
+    ) -> JSONResponse:
+        reply = await revisions.revise(ctx, bearer(authorization), proposal_id, body.request)
+        return _respond("revise", reply)
+
+    @api.get("/pause-points/{pause_point_id}")
+    async def show(pause_point_id: str, authorization: Authorization = None) -> dict[str, Any]:
+        async with ctx.engine.connect() as conn:
+            try:
+                claims = verify_token(ctx.settings.auth, bearer(authorization))
+            except TokenInvalid:
+                raise Problem(401, "unauthenticated", _TITLES["unauthenticated"]) from None
+            member = await ctx.directory.membership(conn, claims.sub, claims.org)
+            if member is None or member.organization_id != claims.org:
+                raise Problem(403, "forbidden", _TITLES["forbidden"])
+            row = await pause_repo.get(conn, pause_point_id)
+        if row is None or row.organization_id != claims.org:
+            raise Problem(404, "not_found", _TITLES["not_found"])
+        return pause_repo.view(row).model_dump(mode="json")
+
+    @api.post("/pause-points/{pause_point_id}/resolve")
+    async def resolve(
+        pause_point_id: str, body: ResolveBody, authorization: Authorization = None
+    ) -> JSONResponse:
+        answer = Resolution(body.action, body.option, body.data, body.reply)
+        async with repo.unit_of_work(ctx.engine) as tx:
+            reply = await pause_points.resolve(
+                ctx, tx, bearer(authorization), pause_point_id, answer
+            )
+        return _respond("resolve", reply)
+
+    return api
+
+
+def _respond(command: str, reply: ApprovalReply) -> JSONResponse:
+    APPROVAL_COMMANDS.labels(channel="http", command=command, result=reply.result).inc()
+    if reply.http_status < 400:
+        return JSONResponse(reply.model_dump(mode="json"), status_code=reply.http_status)
+    code: str = reply.result
+    if reply.http_status >= 500 and reply.reason is not None:
+        code = reply.reason.code
+    elif code == "not_approvable" and command == "resolve":
+        code = "not_resolvable"
+    extra: dict[str, Any] = {}
+    for field in ("reason", "proposal", "pause_point"):
+        if (value := getattr(reply, field)) is not None:
+            extra[field] = value.model_dump(mode="json")
+    raise Problem(reply.http_status, code, _TITLES.get(code, code), **extra)

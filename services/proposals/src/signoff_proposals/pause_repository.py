@@ -1,0 +1,131 @@
+"""SQL for pause points (SQLAlchemy Core on the caller's connection).
+
+Like proposals, a pause point moves by ONE conditional UPDATE (``… WHERE status = 'pending' AND
+expires_at > statement_timestamp() RETURNING *``), so of two people resolving it at once exactly
+one wins, and nobody resolves it after its expiry by the database clock, whatever the sweep is
+doing. The row is its own dedup record for ``PausePointRequested`` (``ON CONFLICT DO NOTHING``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, cast
+
+from signoff_contracts.status import PausePointStatus
+from signoff_contracts.v1 import PausePointRequested, PausePointView
+from sqlalchemy import Row, func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from signoff_proposals.repository import DB_CLOCK
+from signoff_proposals.tables import pause_points
+
+PENDING = PausePointStatus.PENDING.value
+
+
+async def insert(
+    conn: AsyncConnection, msg: PausePointRequested, ttl: timedelta
+) -> Row[Any] | None:
+    """Store ``msg`` as pending; ``None`` if a pause point with its id exists (a duplicate)."""
+    stmt = (
+        pg_insert(pause_points)
+        .values(
+            id=msg.pause_point_id,
+            organization_id=msg.organization_id,
+            requested_by=msg.requested_by,
+            conversation_id=msg.conversation_id,
+            title=msg.title,
+            description=msg.description,
+            options=list(msg.options),
+            payload=msg.payload,
+            kind=msg.kind,
+            form_schema=msg.form_schema,
+            status=PENDING,
+            expires_at=func.now() + ttl,
+        )
+        .on_conflict_do_nothing(index_elements=["id"])
+        .returning(*pause_points.c)
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def get(conn: AsyncConnection, pause_point_id: str) -> Row[Any] | None:
+    """The pause point, with ``lapsed``: is it past ``expires_at`` by the database clock now?"""
+    stmt = select(*pause_points.c, (pause_points.c.expires_at <= DB_CLOCK).label("lapsed")).where(
+        pause_points.c.id == pause_point_id
+    )
+    return cast("Row[Any] | None", (await conn.execute(stmt)).first())
+
+
+async def resolve(
+    conn: AsyncConnection, pause_point_id: str, resolved_by: str, resolution: dict[str, Any]
+) -> Row[Any] | None:
+    """The one conditional UPDATE pending → resolved; ``None`` if it did not qualify."""
+    stmt = (
+        update(pause_points)
+        .where(
+            pause_points.c.id == pause_point_id,
+            pause_points.c.status == PENDING,
+            pause_points.c.expires_at > DB_CLOCK,
+        )
+        .values(
+            status=PausePointStatus.RESOLVED.value,
+            resolution=resolution,
+            resolved_by=resolved_by,
+            resolved_at=DB_CLOCK,
+        )
+        .returning(*pause_points.c)
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def expire(conn: AsyncConnection, pause_point_id: str) -> Row[Any] | None:
+    """Mark one lapsed pending pause point expired (noticed by a resolve before the sweep)."""
+    stmt = (
+        update(pause_points)
+        .where(
+            pause_points.c.id == pause_point_id,
+            pause_points.c.status == PENDING,
+            pause_points.c.expires_at <= DB_CLOCK,
+        )
+        .values(status=PausePointStatus.EXPIRED.value)
+        .returning(*pause_points.c)
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def expire_due(conn: AsyncConnection, batch: int) -> Sequence[Row[Any]]:
+    """Mark up to ``batch`` lapsed pending pause points expired (skipping rows others hold)."""
+    return (
+        await conn.execute(
+            text(
+                "WITH due AS (SELECT id FROM proposals.pause_points WHERE status = 'pending' "
+                "AND expires_at <= statement_timestamp() ORDER BY expires_at LIMIT :n "
+                "FOR UPDATE SKIP LOCKED) "
+                "UPDATE proposals.pause_points p SET status = 'expired' FROM due "
+                "WHERE p.id = due.id AND p.status = 'pending' RETURNING p.id, p.kind"
+            ),
+            {"n": batch},
+        )
+    ).all()
+
+
+def view(row: Row[Any]) -> PausePointView:
+    return PausePointView(
+        id=row.id,
+        organization_id=row.organization_id,
+        conversation_id=row.conversation_id,
+        title=row.title,
+        description=row.description,
+        options=row.options,
+        payload=row.payload,
+        kind=row.kind,
+        form_schema=row.form_schema,
+        status=PausePointStatus(row.status),
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        resolution=row.resolution,
+        resolved_by=row.resolved_by,
+        resolved_at=row.resolved_at,
+    )

@@ -1,0 +1,130 @@
+"""The rules of pause points, pure and synchronous: what may be stored, and what resolves one.
+
+A request that breaks a rule is refused with a reason code the model can act on (it wrote the
+request): ``title_required``/``title_too_long``, ``description_too_long``, ``too_many_options``,
+``option_too_long``, ``duplicate_options``, ``unknown_kind``, ``too_few_options`` (a ``choice``
+needs at least two), ``unexpected_options`` (only a ``choice`` has options),
+``form_schema_required`` / ``unexpected_form_schema`` (only ``data_entry`` has a form),
+``invalid_form_schema`` (see ``forms``), ``payload_too_large``, or ``invalid_message``.
+
+A resolution must fit the kind: ``approval`` takes ``approve`` or ``decline``; ``choice`` takes
+``option`` naming one of its options, or ``decline``; ``data_entry`` takes ``data`` that fills
+in its form, or ``decline``. Anything else is refused (``action_not_allowed``,
+``option_required``, ``option_not_offered``, ``data_required``, ``unexpected_option``,
+``unexpected_data``, ``invalid_data``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from signoff_contracts.reasons import Reason
+from signoff_contracts.v1 import PausePointRequested
+
+from signoff_proposals import forms
+
+MAX_OPTION = 200
+MAX_PAYLOAD_BYTES = 16_384
+
+ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
+    "approval": frozenset({"approve", "decline"}),
+    "choice": frozenset({"option", "decline"}),
+    "data_entry": frozenset({"data", "decline"}),
+}
+
+# the first validation error of a field the model wrote → the reason code it gets back
+_FIELD_CODES = {
+    "title": "title_too_long",
+    "description": "description_too_long",
+    "options": "too_many_options",
+    "kind": "unknown_kind",
+}
+
+
+def reason_for_invalid(exc: ValidationError) -> Reason:
+    """The reason a ``PausePointRequested`` that failed to parse is refused with."""
+    for err in exc.errors():
+        loc = err.get("loc", ())
+        field = str(loc[0]) if loc else ""
+        if field == "options" and len(loc) > 1:
+            return Reason(code="invalid_message", params={"field": "options"})
+        if field in _FIELD_CODES and err["type"] != "missing":
+            code = _FIELD_CODES[field]
+            if field == "kind" or err["type"] in ("string_too_long", "too_long"):
+                return Reason(code=code)
+    return Reason(code="invalid_message")
+
+
+def check_request(msg: PausePointRequested) -> Reason | None:
+    """Why ``msg`` (which parsed) cannot be stored, or ``None``."""
+    if not msg.title.strip():
+        return Reason(code="title_required")
+    if (reason := _check_options(msg)) is not None:
+        return reason
+    if msg.kind == "data_entry":
+        if msg.form_schema is None:
+            return Reason(code="form_schema_required")
+        if (reason := forms.check_schema(msg.form_schema)) is not None:
+            return reason
+    elif msg.form_schema is not None:
+        return Reason(code="unexpected_form_schema", params={"kind": msg.kind})
+    if msg.payload is not None and len(json.dumps(msg.payload)) > MAX_PAYLOAD_BYTES:
+        return Reason(code="payload_too_large", params={"limit": MAX_PAYLOAD_BYTES})
+    return None
+
+
+def _check_options(msg: PausePointRequested) -> Reason | None:
+    for index, option in enumerate(msg.options):
+        if not option.strip() or len(option) > MAX_OPTION:
+            return Reason(code="option_too_long", params={"index": index, "limit": MAX_OPTION})
+    if len(set(msg.options)) != len(msg.options):
+        return Reason(code="duplicate_options")
+    if msg.kind == "choice" and len(msg.options) < 2:
+        return Reason(code="too_few_options", params={"minimum": 2})
+    if msg.kind != "choice" and msg.options:
+        return Reason(code="unexpected_options", params={"kind": msg.kind})
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What a person answered: the action and, by kind, the option or the form's data."""
+
+    action: str
+    option: str | None = None
+    data: dict[str, Any] | None = None
+    reply: str | None = None
+
+    def stored(self) -> dict[str, Any]:
+        """The JSON kept in ``pause_points.resolution`` and sent in ``PausePointResolved``."""
+        shown: dict[str, Any] = {"action": self.action}
+        for key in ("option", "data", "reply"):
+            if (value := getattr(self, key)) is not None:
+                shown[key] = value
+        return shown
+
+
+def check_resolution(
+    kind: str, options: list[str], form_schema: dict[str, Any] | None, answer: Resolution
+) -> Reason | None:
+    """Why ``answer`` does not resolve a pause point of ``kind``, or ``None`` if it does."""
+    if answer.action not in ALLOWED_ACTIONS[kind]:
+        return Reason(code="action_not_allowed", params={"kind": kind, "action": answer.action})
+    if answer.option is not None and answer.action != "option":
+        return Reason(code="unexpected_option")
+    if answer.data is not None and answer.action != "data":
+        return Reason(code="unexpected_data")
+    if answer.action == "option":
+        if answer.option is None:
+            return Reason(code="option_required")
+        if answer.option not in options:
+            return Reason(code="option_not_offered")
+    if answer.action == "data":
+        if answer.data is None:
+            return Reason(code="data_required")
+        assert form_schema is not None, "data_entry pause points are stored with a form"
+        return forms.check_data(form_schema, answer.data)
+    return None

@@ -1,0 +1,178 @@
+"""Quotas: no conversation or organization buried in pending cards — under concurrency too."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+import pytest_asyncio
+from proposals_testdomain import build
+from proposals_testkit import proposal_request
+from signoff_contracts.ids import new_id
+from signoff_contracts.v1 import (
+    PausePointRequested,
+    PausePointRequestReply,
+    ProposalRequested,
+    ProposalRequestReply,
+)
+from signoff_proposals import intake, pause_points
+from signoff_proposals.context import Context
+from signoff_proposals.settings import ProposalsSettings
+from signoff_runtime.topology import ROUTING_KEYS
+from sqlalchemy import text
+
+pytestmark = pytest.mark.integration
+
+PER_CONVERSATION = 5
+PER_ORGANIZATION = 8
+
+
+@pytest.fixture
+def settings(settings: ProposalsSettings) -> ProposalsSettings:
+    limits = settings.proposals.model_copy(
+        update={
+            "max_pending_per_conversation": PER_CONVERSATION,
+            "max_pending_per_organization": PER_ORGANIZATION,
+            "max_pending_pause_points_per_conversation": 3,
+        }
+    )
+    return settings.model_copy(update={"proposals": limits})
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def ctx(settings, engine, topology, members_table) -> Context:
+    """The service's code called directly, so twenty requests really do run at once."""
+    operations, directory = build()
+    return Context(
+        settings=settings,
+        engine=engine,
+        topology=topology,
+        operations=operations,
+        directory=directory,
+    )
+
+
+async def pending_count(engine, table: str, org: str) -> int:
+    async with engine.connect() as conn:
+        return (
+            await conn.execute(
+                text(
+                    f"SELECT count(*) FROM proposals.{table} "
+                    "WHERE organization_id = :o AND status = 'pending'"
+                ),
+                {"o": org},
+            )
+        ).scalar_one()
+
+
+def pause_point(org: str, conversation: str | None) -> PausePointRequested:
+    return PausePointRequested(
+        pause_point_id=new_id("pp"),
+        organization_id=org,
+        requested_by="usr_agent",
+        conversation_id=conversation,
+        title="Go ahead?",
+        description="Nothing happens until you say so.",
+    )
+
+
+async def test_the_next_proposal_over_a_limit_is_refused_with_the_reason(service):
+    org = new_id("org")
+    chat, other_chat = new_id("cnv"), new_id("cnv")
+    for _ in range(PER_CONVERSATION):
+        assert (await service.propose(org, conversation_id=chat)).accepted
+
+    over = await service.propose(org, conversation_id=chat)
+    assert not over.accepted and over.proposal is None
+    assert over.reason.code == "conversation_quota_exceeded"
+    assert over.reason.params == {"limit": PER_CONVERSATION}
+
+    # the organization still has room, in other conversations (and without one), up to its limit
+    for conversation in (other_chat, other_chat, None):
+        assert (await service.propose(org, conversation_id=conversation)).accepted
+    refused = await service.propose(org, conversation_id=new_id("cnv"))
+    assert refused.reason.code == "organization_quota_exceeded"
+    assert refused.reason.params == {"limit": PER_ORGANIZATION}
+    assert await pending_count(service.engine, "proposals", org) == PER_ORGANIZATION
+
+
+async def test_a_decided_or_lapsed_proposal_frees_its_place_and_a_replay_still_answers(service):
+    org = new_id("org")
+    chat = new_id("cnv")
+    requests = [proposal_request(org, conversation_id=chat) for _ in range(PER_CONVERSATION)]
+    for msg in requests:
+        assert (await send(service, msg)).accepted
+
+    # a replay of a stored request is not "one more": it gets its proposal back
+    replay = await send(service, requests[-1])
+    assert replay.accepted and replay.proposal.id == requests[-1].proposal_id
+
+    token = await service.approver(org)
+    assert (await service.approve_http(requests[0].proposal_id, token)).status_code == 200
+    await service.set(requests[1].proposal_id, "expires_at = now() - interval '1 second'")
+    assert (await service.propose(org, conversation_id=chat)).accepted
+    assert (await service.propose(org, conversation_id=chat)).accepted
+    assert not (await service.propose(org, conversation_id=chat)).accepted
+
+
+async def send(service, msg: ProposalRequested) -> ProposalRequestReply:
+    raw = await service.request("commands", ROUTING_KEYS["proposals.requests"], msg)
+    return ProposalRequestReply.model_validate_json(raw)
+
+
+async def test_twenty_concurrent_requests_in_one_conversation_store_exactly_the_limit(ctx):
+    org, chat = new_id("org"), new_id("cnv")
+
+    replies = await asyncio.gather(
+        *(intake.store(ctx, proposal_request(org, conversation_id=chat)) for _ in range(20))
+    )
+
+    accepted = [r for r in replies if r.accepted]
+    assert len(accepted) == PER_CONVERSATION
+    assert {r.reason.code for r in replies if not r.accepted} == {"conversation_quota_exceeded"}
+    assert await pending_count(ctx.engine, "proposals", org) == PER_CONVERSATION
+
+
+async def test_twenty_concurrent_requests_across_conversations_store_exactly_the_org_limit(ctx):
+    org = new_id("org")
+
+    replies = await asyncio.gather(
+        *(
+            intake.store(ctx, proposal_request(org, conversation_id=new_id("cnv")))
+            for _ in range(20)
+        )
+    )
+
+    assert sum(r.accepted for r in replies) == PER_ORGANIZATION
+    assert {r.reason.code for r in replies if not r.accepted} == {"organization_quota_exceeded"}
+    assert await pending_count(ctx.engine, "proposals", org) == PER_ORGANIZATION
+
+
+async def test_pause_points_have_their_own_per_conversation_limit(ctx):
+    org, chat = new_id("org"), new_id("cnv")
+
+    replies = await asyncio.gather(
+        *(pause_points.store(ctx, pause_point(org, chat)) for _ in range(12))
+    )
+
+    assert sum(r.accepted for r in replies) == 3
+    assert {r.reason.code for r in replies if not r.accepted} == {"conversation_quota_exceeded"}
+    assert await pending_count(ctx.engine, "pause_points", org) == 3
+    # proposals in the same conversation are counted apart
+    assert (await intake.store(ctx, proposal_request(org, conversation_id=chat))).accepted
+
+
+async def test_the_pause_point_limit_holds_over_amqp(service):
+    org, chat = new_id("org"), new_id("cnv")
+    replies = []
+    for _ in range(4):
+        raw = await service.request(
+            "commands",
+            ROUTING_KEYS["proposals.pause-points"],
+            json.dumps(pause_point(org, chat).model_dump(mode="json")).encode(),
+        )
+        replies.append(PausePointRequestReply.model_validate_json(raw))
+
+    assert [r.accepted for r in replies] == [True, True, True, False]
+    assert replies[-1].reason.code == "conversation_quota_exceeded"
