@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import httpx
 from signoff_club.seed import seed_demo
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing import wait_until
-from signoff_runtime.testing.processes import ServiceProcess, provider, service
+from signoff_runtime.testing.processes import ServiceProcess, free_port, provider, service
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import Topology
 from sqlalchemy import text
@@ -61,6 +62,12 @@ class Stack:
         sim = provider(self.env, self.log_dir).start()
         self.processes["provider"] = sim
         self.env["SIGNOFF_CLUB_PROVIDER_URL"] = sim.url
+        model = model_server(self.env, self.log_dir).start()
+        self.processes["model"] = model
+        # the agent reaches the model as any OpenAI-compatible endpoint, through the SDK's own
+        # variables (as ``make run`` does once OPENAI_BASE_URL is set)
+        self.env["OPENAI_BASE_URL"] = f"{model.url}/v1"
+        self.env["OPENAI_API_KEY"] = "scripted"
         for name in SERVICES:
             self.processes[name] = service(name, self.env, self.log_dir).start()
         for proc in self.processes.values():
@@ -156,6 +163,16 @@ class Stack:
             channel = await connection.channel()
             declared = await channel.declare_queue(queue, passive=True)
             return int(declared.declaration_result.message_count or 0)
+
+
+def model_server(env: dict[str, str], log_dir: Path) -> ServiceProcess:
+    """The scripted OpenAI-compatible model server (``python -m signoff_scripted_model``);
+    its default script is the club's (``club``), tests force others through its admin routes."""
+    port = free_port()
+    env = {**env, "SIGNOFF_MODEL_PORT": str(port), "SIGNOFF_MODEL_SCRIPT": "club"}
+    return ServiceProcess(
+        "model", [sys.executable, "-m", "signoff_scripted_model"], env, port, log_dir
+    )
 
 
 def new_prefix() -> str:

@@ -43,7 +43,8 @@ def test_make_run_from_a_clean_clone_serves_the_readme_walkthrough(
 ) -> None:
     db = make_url(database_url)
     ports = {
-        name: free_port() for name in ("agent", "proposals", "executor", "reconciler", "provider")
+        name: free_port()
+        for name in ("agent", "proposals", "executor", "reconciler", "provider", "model")
     }
     env = {
         **os.environ,
@@ -55,7 +56,9 @@ def test_make_run_from_a_clean_clone_serves_the_readme_walkthrough(
         "SIGNOFF_EXECUTOR__PORT": str(ports["executor"]),
         "SIGNOFF_RECONCILER__PORT": str(ports["reconciler"]),
         "SIGNOFF_CARD_PROVIDER_PORT": str(ports["provider"]),
+        "SIGNOFF_MODEL_PORT": str(ports["model"]),
     }
+    env.pop("OPENAI_BASE_URL", None)  # the scripted model answers under make run
     env.pop("VIRTUAL_ENV", None)
     log = (clone / "make-run.log").open("wb")
     run = subprocess.Popen(

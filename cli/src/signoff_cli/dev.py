@@ -40,6 +40,7 @@ def processes() -> dict[str, tuple[str, str]]:
         "executor": env.get("SIGNOFF_EXECUTOR__PORT", "9103"),
         "reconciler": env.get("SIGNOFF_RECONCILER__PORT", "9104"),
         "provider": env.get("SIGNOFF_CARD_PROVIDER_PORT", "8010"),
+        "model": env.get("SIGNOFF_MODEL_PORT", "8020"),
     }
     table = {
         name: (f"{SIGNOFF} serve {name}", f"http://127.0.0.1:{port[name]}/healthz")
@@ -49,6 +50,16 @@ def processes() -> dict[str, tuple[str, str]]:
         f"{sys.executable} -m signoff_card_provider",
         f"http://127.0.0.1:{port['provider']}/healthz",
     )
+    if not env.get("OPENAI_BASE_URL"):
+        # no real model configured: the scripted one answers, with the club's demo script
+        table["model"] = (
+            f"{sys.executable} -m signoff_scripted_model",
+            f"http://127.0.0.1:{port['model']}/healthz",
+        )
+        os.environ.setdefault("SIGNOFF_MODEL_SCRIPT", "club")
+        os.environ.setdefault(
+            "SIGNOFF_AGENT__SCRIPTED_MODEL_URL", f"http://127.0.0.1:{port['model']}/v1"
+        )
     os.environ.setdefault("SIGNOFF_LOG_JSON", "false")  # people read these logs; JSON for machines
     # The club domain calls the simulator this command runs, wherever its port is.
     os.environ.setdefault("SIGNOFF_CLUB_PROVIDER_URL", f"http://127.0.0.1:{port['provider']}")

@@ -69,7 +69,9 @@ def _errors(request: ChatRequest, tool: str) -> int:
 
 
 def _wants_credit(request: ChatRequest) -> bool:
-    return "credit" in (last_user_message(request) + _context(request)).lower()
+    """The person asked for credit, now or in the reason they declined a proposal with."""
+    declined = [line for line in _context(request).splitlines() if "declined" in line]
+    return "credit" in " ".join([last_user_message(request), *declined]).lower()
 
 
 @script("club.order_demo")
