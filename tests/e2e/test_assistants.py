@@ -85,6 +85,30 @@ async def test_the_order_assistant_proposes_the_refund_and_the_outcome_comes_bac
         assert view["cards"][proposal["id"]]["status"] == "succeeded"
 
 
+async def test_the_email_assistant_counts_the_audience_and_proposes_a_draft(stack: Stack) -> None:
+    person = await _manager(stack)
+    case = person.org["broadcast_case"]
+    async with model_admin(stack, "club.email_demo") as model:
+        conversation = await person.open("email")
+        messages = await person.say(conversation, "Announce the spring bonspiel to everyone.")
+        proposal = await person.proposal(_card(messages))
+        calls = [name for name, _ in await tool_calls(model)]
+        assert calls == ["list_segments", "count_audience", "propose_email_broadcast_draft"]
+        tools = [t["function"]["name"] for t in (await model.requests())[0]["body"]["tools"]]
+        assert "propose_payment_refund" not in tools and "get_order_investigation" not in tools
+        segments = json.loads((await model.requests())[1]["body"]["messages"][-1]["content"])
+        assert {s["id"] for s in segments["segments"]} == set(case["segment_ids"])
+        assert all("filter" not in s for s in segments["segments"])  # internal: never shown
+    assert proposal["preview"]["audience_count"] == 3
+    assert proposal["operation_kind"] == "email_broadcast.apply_draft"
+    assert (await person.approve(proposal["id"])).status_code == 200
+    await person.message_with(conversation, "proposal_succeeded")
+    subject = await stack.scalar(
+        "SELECT subject FROM club.broadcast_forms WHERE id = :b", b=case["broadcast_id"]
+    )
+    assert subject == "Spring bonspiel: registration is open"
+
+
 async def test_bad_tries_go_back_to_the_model_and_the_third_tells_the_person(
     stack: Stack,
 ) -> None:
