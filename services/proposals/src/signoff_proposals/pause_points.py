@@ -6,7 +6,10 @@ one code path behind ``POST /v1/pause-points/{id}/resolve`` and the AMQP ``Resol
 command: token → current membership → the organization's own pause point (else "not found",
 like an unknown id) → a role that may do more than look → its status → an answer that fits its
 kind → ONE conditional UPDATE, with ``PausePointResolved`` written to the outbox in the same
-transaction. The agent turns that event into the next turn of the conversation.
+transaction. The agent turns that event into the next turn of the conversation. A pause point
+that expires unanswered (the sweep, or a late answer noticing it) is announced with the same
+message under ``pause_point.expired``, its status ``expired``, so the conversation hears of it
+instead of waiting forever.
 
 Resolving a pause point executes nothing: no contract, no proposal changes. Anything that
 changes state still goes through an operation's contract and its own approval.
@@ -47,6 +50,7 @@ from signoff_proposals.tables import outbox
 
 log = structlog.get_logger(__name__)
 RESOLVED_ROUTING_KEY = "pause_point.resolved"
+EXPIRED_ROUTING_KEY = "pause_point.expired"
 
 
 class _Refused(Exception):
@@ -161,7 +165,7 @@ async def resolve(
         again = await pause_repo.get(tx.conn, row.id)
         assert again is not None, "pause points are never deleted"
         return await _not_resolvable(ctx, tx.conn, again)
-    await _announce(ctx, tx.conn, resolved)
+    await _announce(ctx, tx.conn, resolved, RESOLVED_ROUTING_KEY)
     PAUSE_POINTS.labels(kind=resolved.kind, status="resolved").inc()
     log.info("pause_point.resolved", pause_point_id=row.id, action=answer.action)
     return _reply("resolved", resolved)
@@ -176,13 +180,14 @@ async def _not_resolvable(ctx: Context, conn: AsyncConnection, row: Row[Any]) ->
     if row.status == PausePointStatus.PENDING:
         shown = await pause_repo.expire(conn, row.id) or row
         if shown is not row:
+            await _announce(ctx, conn, shown, EXPIRED_ROUTING_KEY)
             PAUSE_POINTS.labels(kind=row.kind, status="expired").inc()
     status = PausePointStatus(shown.status)
     code = "resolved" if status is PausePointStatus.RESOLVED else "expired"
     return _reply("not_approvable", shown, Reason(code=code))
 
 
-async def _announce(ctx: Context, conn: AsyncConnection, row: Row[Any]) -> None:
+async def _announce(ctx: Context, conn: AsyncConnection, row: Row[Any], routing_key: str) -> None:
     message = PausePointResolved(
         pause_point=pause_repo.view(row), source=SOURCE, correlation_id=row.id
     )
@@ -191,7 +196,7 @@ async def _announce(ctx: Context, conn: AsyncConnection, row: Row[Any]) -> None:
         outbox,
         message,
         exchange=ctx.topology.name("events"),
-        routing_key=RESOLVED_ROUTING_KEY,
+        routing_key=routing_key,
     )
 
 
@@ -211,9 +216,11 @@ def _reply(
 # --- expiry ----------------------------------------------------------------------------------
 
 
-async def expire_due(conn: AsyncConnection, batch: int) -> int:
-    """The expiry sweep's share for pause points (no event: nobody answered, nothing to hand on)."""
+async def expire_due(ctx: Context, conn: AsyncConnection, batch: int) -> int:
+    """The expiry sweep's share for pause points, each expiry announced to the conversation."""
     rows = await pause_repo.expire_due(conn, batch)
+    for row in rows:
+        await _announce(ctx, conn, row, EXPIRED_ROUTING_KEY)
     for kind, count in Counter(row.kind for row in rows).items():
         PAUSE_POINTS.labels(kind=kind, status="expired").inc(count)
     if rows:

@@ -104,7 +104,7 @@ async def expire_due(conn: AsyncConnection, batch: int) -> Sequence[Row[Any]]:
                 "AND expires_at <= statement_timestamp() ORDER BY expires_at LIMIT :n "
                 "FOR UPDATE SKIP LOCKED) "
                 "UPDATE proposals.pause_points p SET status = 'expired' FROM due "
-                "WHERE p.id = due.id AND p.status = 'pending' RETURNING p.id, p.kind"
+                "WHERE p.id = due.id AND p.status = 'pending' RETURNING p.*"
             ),
             {"n": batch},
         )

@@ -50,7 +50,7 @@ async def expire_once(ctx: Context) -> int:
                 detail={"noticed_by": "sweep"},
             )
             await announce(ctx, tx, "expired", row)
-        paused = await pause_points.expire_due(tx.conn, ctx.settings.proposals.expiry_batch)
+        paused = await pause_points.expire_due(ctx, tx.conn, ctx.settings.proposals.expiry_batch)
     if rows:
         log.info("proposals.expired", count=len(rows))
     return max(len(rows), paused)

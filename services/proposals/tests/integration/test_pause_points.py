@@ -96,6 +96,25 @@ async def outbox_since(service, mark: int) -> list[str]:
         return [r.message_type for r in rows]
 
 
+async def announced(service, amqp_url: str, ids: set[str]) -> list[tuple[str, Any]]:
+    """The pause-point events about ``ids`` on ``agent.events``, waiting until each has come.
+
+    The expiry sweep may announce other tests' leftovers meanwhile; those are passed over.
+    """
+    seen: list[tuple[str, Any]] = []
+
+    async def all_there() -> bool:
+        for m in await drain_queue(amqp_url, service.topology.name("agent.events")):
+            if m.routing_key.startswith("pause_point."):
+                view = PausePointResolved.model_validate_json(m.body).pause_point
+                if view.id in ids:
+                    seen.append((m.routing_key, view))
+        return {view.id for _, view in seen} == ids
+
+    await wait_until(all_there, timeout=30, what=f"events about {sorted(ids)}")
+    return seen
+
+
 def problem(resp, status: int, code: str) -> dict[str, Any]:
     assert resp.status_code == status, resp.text
     assert resp.headers["content-type"].startswith("application/problem+json")
@@ -198,14 +217,11 @@ async def test_resolving_over_http_stores_the_answer_and_announces_it(service, a
         assert [r.message_type for r in await service.outbox(ppid)] == ["pause_point.resolved"]
         resolved[ppid] = answer
 
-    delivered = await drain_queue(
-        amqp_url, service.topology.name("agent.events"), at_least=len(resolved)
-    )
-    assert {m.routing_key for m in delivered} == {"pause_point.resolved"}
-    events = [PausePointResolved.model_validate_json(m.body) for m in delivered]
-    assert {e.pause_point.id: e.pause_point.resolution for e in events} == resolved
+    events = await announced(service, amqp_url, set(resolved))
+    assert {key for key, _ in events} == {"pause_point.resolved"}
+    assert {view.id: view.resolution for _, view in events} == resolved
     # resolving executes nothing: no contract (for anything) has entered the outbox since
-    assert set(await outbox_since(service, mark)) == {"pause_point.resolved"}
+    assert "execution.contract" not in await outbox_since(service, mark)
 
 
 async def test_resolving_over_amqp_shares_the_code_path_and_replays_the_stored_reply(service):
@@ -325,10 +341,14 @@ async def test_after_expiry_a_pause_point_cannot_be_resolved_even_before_the_swe
     assert body["reason"]["code"] == "expired"
     row = await pause_row(service, ppid)
     assert (row.status, row.resolution, row.resolved_by) == ("expired", None, None)
-    assert await service.outbox(ppid) == []
+    # noticing the expiry announces it (as the sweep would have); no resolution goes out
+    [announced] = await service.outbox(ppid)
+    assert announced.routing_key == "pause_point.expired"
+    event = PausePointResolved.model_validate_json(bytes(announced.body))
+    assert (event.pause_point.status, event.pause_point.resolution) == ("expired", None)
 
 
-async def test_the_expiry_sweep_expires_lapsed_pause_points(service):
+async def test_the_expiry_sweep_expires_lapsed_pause_points_and_says_so(service, amqp_url):
     org = new_id("org")
     lapsed, fresh = await paused(service, org), await paused(service, org)
     async with service.engine.begin() as conn:
@@ -345,6 +365,9 @@ async def test_the_expiry_sweep_expires_lapsed_pause_points(service):
 
     await wait_until(swept, timeout=10, what="the sweep to expire the pause point")
     assert (await pause_row(service, fresh)).status == "pending"
+    [(key, view)] = await announced(service, amqp_url, {lapsed})
+    assert (key, view.status) == ("pause_point.expired", "expired")
+    assert await service.outbox(fresh) == []
 
 
 async def test_a_viewer_may_look_but_not_resolve_and_other_organizations_see_nothing(service):

@@ -247,7 +247,7 @@ async def test_concurrent_approve_and_revise_exactly_one_wins(service, agent):
     token = await service.approver(org)
     agent.delay_s = 0.15
     winners = []
-    for delay in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.45):
+    for delay in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 1.0):
         pid = await service.pending(org)
 
         async def approve_later(pid: str = pid, delay: float = delay) -> int:
