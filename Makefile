@@ -8,7 +8,7 @@ PACKAGES := shared/contracts shared/runtime shared/conformance cli \
 	services/proposals services/executor services/reconciler services/agent
 PYPROJECTS := $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
 
-.PHONY: run test check install services requirements lint types schemas
+.PHONY: run test check install services requirements lint types schemas bench
 
 $(VENV)/.installed: requirements/requirements.txt requirements/bootstrap.txt $(PYPROJECTS)
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -29,6 +29,10 @@ run: install services
 ## test: everything CI runs
 test: install services
 	$(PY) -m pytest -q
+
+## bench: signoff beside the raw limit and LangGraph; writes docs/benchmarks.md (BENCH_* sizes)
+bench: install services
+	PYTHONPATH=bench $(PY) -m signoff_bench
 
 lint: install
 	$(VENV)/bin/ruff format --check .

@@ -1,0 +1,100 @@
+"""A py-spy profile of the hottest service during one more batch, summarised for the report.
+
+py-spy samples the process from outside (``--nonblocking``: the service is never paused), so
+the batch it watches is not one of the measured ones. The summary groups samples by where the
+innermost frame lives — a library (asyncpg, SQLAlchemy, pydantic, FastStream, …), signoff's
+own packages, or the interpreter's — and names the hottest functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+_FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^:()]+)(?::\d+)?\)$")
+
+
+def available() -> str | None:
+    found = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    return found if Path(found).exists() else None
+
+
+class Recording:
+    def __init__(self, pid: int, out: Path) -> None:
+        self.pid = pid
+        self.out = out
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        exe = available()
+        if exe is None:
+            raise RuntimeError("py-spy is not installed")
+        self._proc = await asyncio.create_subprocess_exec(
+            exe, "record", "--pid", str(self.pid), "--rate", "200", "--nonblocking",
+            "--format", "raw", "--output", str(self.out),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        await asyncio.sleep(1.0)  # attached before the load starts
+        if self._proc.returncode is not None:
+            raise RuntimeError("py-spy could not attach (ptrace not permitted?)")
+
+    async def stop(self) -> None:
+        if self._proc is None or self._proc.returncode is not None:
+            return
+        self._proc.send_signal(signal.SIGINT)  # py-spy writes its output on Ctrl-C
+        await asyncio.wait_for(self._proc.wait(), 60)
+
+
+def _area(file: str) -> str:
+    if "site-packages/" in file:
+        return file.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
+    match = re.search(r"/(signoff_[a-z_]+)/", file)
+    if match:
+        return match.group(1)
+    return "python stdlib" if "/lib/python3" in file else file.rsplit("/", 1)[-1]
+
+
+def summarize(path: Path, top: int = 12) -> dict[str, Any]:
+    """Self time by area and by function (innermost frame of each sample), in percent."""
+    areas: Counter[str] = Counter()
+    functions: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        leaf = stack.rsplit(";", 1)[-1]
+        match = _FRAME.match(leaf)
+        n = int(count)
+        total += n
+        if match is None:
+            areas[leaf] += n
+            functions[leaf] += n
+            continue
+        area = _area(match["file"])
+        areas[area] += n
+        functions[f"{match['func']} ({area})"] += n
+    if not total:
+        return {"samples": 0}
+    return {
+        "samples": total,
+        "areas": [(a, round(100.0 * n / total, 1)) for a, n in areas.most_common(top)],
+        "functions": [(f, round(100.0 * n / total, 1)) for f, n in functions.most_common(top)],
+    }
+
+
+def markdown(service: str, found: dict[str, Any]) -> str:
+    if not found.get("samples"):
+        return f"No samples were taken of {service}."
+    areas = ", ".join(f"{a} {p} %" for a, p in found["areas"])
+    rows = "\n".join(f"| {f} | {p} |" for f, p in found["functions"])
+    return (
+        f"{service}, {found['samples']} samples (py-spy, 200 Hz, innermost frame).\n\n"
+        f"By area: {areas}.\n\n| hottest functions (self) | % |\n|---|---|\n{rows}"
+    )

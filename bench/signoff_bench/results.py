@@ -1,0 +1,119 @@
+"""What a run found: one ``Batch`` per side and concurrency, plus growth and scaling rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from signoff_bench.driver import Sample, summary_ms
+from signoff_bench.window import Spent, side_cpu
+
+
+@dataclass
+class Batch:
+    side: str
+    concurrency: int
+    n: int
+    ok: int
+    throughput: float
+    latency_ms: dict[str, float]
+    answer_ms: dict[str, float]
+    seconds: float
+    commits_per_proposal: float
+    messages_per_proposal: float | None
+    broker_per_proposal: dict[str, float] | None
+    cpu_ms_per_proposal: dict[str, float]
+    driver_cpu_ms_per_proposal: float
+    machine_utilisation: float
+    executors: int = 1
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cpu_total_ms(self) -> float:
+        return sum(self.cpu_ms_per_proposal.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "cpu_total_ms": self.cpu_total_ms}
+
+
+def batch(
+    side: str,
+    concurrency: int,
+    samples: list[Sample],
+    done_at: dict[str, float],
+    spent: Spent,
+    *,
+    messages: float | None,
+    ok: int,
+    processes: Mapping[str, int],
+    executors: int = 1,
+) -> Batch:
+    """``done_at``: when each proposal's outcome was recorded (wall-clock seconds);
+    ``processes``: the side's own, whose CPU (with the servers') is the batch's cost."""
+    n = len(samples)
+    latencies = [done_at[s.key] - s.sent for s in samples if s.key in done_at]
+    first = min(s.sent for s in samples)
+    last = max(done_at.values(), default=first)
+    broker = None
+    if spent.broker is not None:
+        broker = {k: v / n for k, v in spent.broker.items()}
+    return Batch(
+        side=side,
+        concurrency=concurrency,
+        n=n,
+        ok=ok,
+        throughput=n / (last - first) if last > first else 0.0,
+        latency_ms=summary_ms(latencies),
+        answer_ms=summary_ms([s.answered - s.sent for s in samples]),
+        seconds=last - first,
+        commits_per_proposal=spent.commits / n,
+        messages_per_proposal=None if messages is None else messages / n,
+        broker_per_proposal=broker,
+        cpu_ms_per_proposal={k: v * 1000.0 / n for k, v in side_cpu(spent, processes).items()},
+        driver_cpu_ms_per_proposal=spent.cpu.driver * 1000.0 / n,
+        machine_utilisation=spent.cpu.machine_utilisation,
+        executors=executors,
+    )
+
+
+@dataclass
+class GrowthRow:
+    stored: int
+    list_ms: dict[str, float]
+    approval_ms: dict[str, float]
+    sweep_ms: float
+    swept: int
+    load_seconds: float
+
+
+@dataclass
+class Run:
+    machine: dict[str, Any]
+    versions: dict[str, str]
+    config: dict[str, Any]
+    batches: list[Batch] = field(default_factory=list)
+    growth: list[GrowthRow] = field(default_factory=list)
+    scaling: list[Batch] = field(default_factory=list)
+    profile: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    #: VmHWM of every process the run started, at its end
+    peak_rss_mb: dict[str, float] = field(default_factory=dict)
+
+    def find(self, side: str, concurrency: int) -> Batch | None:
+        return next(
+            (b for b in self.batches if b.side == side and b.concurrency == concurrency), None
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "machine": self.machine,
+            "versions": self.versions,
+            "config": self.config,
+            "batches": [b.as_dict() for b in self.batches],
+            "growth": [asdict(g) for g in self.growth],
+            "scaling": [b.as_dict() for b in self.scaling],
+            "profile": self.profile,
+            "notes": self.notes,
+            "peak_rss_mb": self.peak_rss_mb,
+        }

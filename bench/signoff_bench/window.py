@@ -1,0 +1,103 @@
+"""Measured windows, back to back: counters and CPU read once the system is quiet.
+
+Everything a run needs is prepared before the first window (proposals proposed, LangGraph
+threads started), so nothing but the measured batches happens between snapshots, and each
+window's closing snapshot opens the next. A window closes when its side's ``quiet`` condition
+holds (outboxes and queues empty) and ``FLUSH_S`` has passed for PostgreSQL's counters. Its
+commits are the database's delta less the idle background (the pollers' commits per second,
+measured once at the start, times the window's length): what remains is the batch's work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from signoff_bench import resources
+from signoff_bench.infra import FLUSH_S, Counters, broker_counters
+
+Quiet = Callable[[], Awaitable[bool]]
+Pids = Callable[[], Mapping[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    seconds: float
+    commits: float
+    cpu: resources.CpuUse
+    broker: dict[str, int] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    at: float
+    commits: int
+    cpu: resources.CpuSnapshot
+    broker: dict[str, int] | None
+
+
+@dataclass
+class Windows:
+    counters: Counters
+    #: every process the run started, by name (services, raw program, LangGraph)
+    processes: Pids
+    broker_pids: list[int]
+    background_per_s: float = 0.0
+    _last: _Mark | None = field(default=None, init=False)
+
+    async def _mark(self) -> _Mark:
+        groups = {name: [pid] for name, pid in self.processes().items()}
+        groups["postgres"] = await self.counters.backend_pids()
+        groups["rabbitmq"] = self.broker_pids
+        broker = await broker_counters()
+        return _Mark(
+            time.monotonic(), await self.counters.commits(), resources.snapshot(groups), broker
+        )
+
+    async def start(self, quiet: Quiet) -> None:
+        """The first snapshot, once everything prepared beforehand has drained and flushed."""
+        await _until(quiet, 300.0)
+        await asyncio.sleep(FLUSH_S)
+        self._last = await self._mark()
+
+    async def close(self, quiet: Quiet, timeout: float = 300.0) -> Spent:
+        """End the current window (and begin the next) once ``quiet`` holds and counters flushed."""
+        assert self._last is not None, "start() first"
+        await _until(quiet, timeout)
+        await asyncio.sleep(FLUSH_S)
+        before, after = self._last, await self._mark()
+        self._last = after
+        seconds = after.at - before.at
+        broker = None
+        if after.broker is not None and before.broker is not None:
+            broker = {k: after.broker[k] - before.broker[k] for k in after.broker}
+        caused = after.commits - before.commits - self.background_per_s * seconds
+        return Spent(seconds, max(0.0, caused), resources.spent(before.cpu, after.cpu), broker)
+
+    async def calibrate(self, seconds: float = 3.0) -> float:
+        """Commits per second of the idle system (relays', sweeps' and pollers' transactions)."""
+        self.background_per_s = 0.0
+        await asyncio.sleep(seconds)
+        spent = await self.close(_always)
+        self.background_per_s = spent.commits / spent.seconds
+        return self.background_per_s
+
+
+def side_cpu(spent: Spent, names: Mapping[str, int]) -> dict[str, float]:
+    """A side's own processes plus the servers' share: what its batch cost the machine."""
+    keep = {*names, "postgres", "rabbitmq"}
+    return {k: v for k, v in spent.cpu.per_group.items() if k in keep}
+
+
+async def _always() -> bool:
+    return True
+
+
+async def _until(quiet: Quiet, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not await quiet():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the system did not go quiet within {timeout}s")
+        await asyncio.sleep(0.1)

@@ -1,0 +1,61 @@
+"""The benchmark harness at a tiny size, exactly as ``make bench`` runs it (a subprocess).
+
+It must start every process, measure all three sides, growth and scaling, and print the table;
+signoff's and the raw program's commits and messages per proposal must match, since the raw
+program is configured from signoff's figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+
+def test_the_harness_measures_every_side_and_prints_every_row(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    doc = tmp_path / "benchmarks.md"
+    env = {
+        **os.environ,
+        "BENCH_SMOKE": "1",
+        "BENCH_JSON": str(out),
+        "BENCH_DOC": str(doc),
+        "PYTHONPATH": str(BENCH),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "signoff_bench"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=850,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    run = json.loads(out.read_text())
+    concurrency = [int(c) for c in run["config"]["concurrency"].strip("()").split(",") if c]
+
+    for c in concurrency:
+        sides = {b["side"]: b for b in run["batches"] if b["concurrency"] == c}
+        assert set(sides) == {"signoff", "raw", "langgraph"}, c
+        for side, found in sides.items():
+            assert found["ok"] == found["n"], (side, c, found)
+            assert found["throughput"] > 0, (side, c)
+        signoff, raw = sides["signoff"], sides["raw"]
+        assert signoff["messages_per_proposal"] == raw["messages_per_proposal"], (signoff, raw)
+        gap = abs(signoff["commits_per_proposal"] - raw["commits_per_proposal"])
+        assert gap <= max(1.5, 0.15 * signoff["commits_per_proposal"]), (signoff, raw)
+        row = next(line for line in done.stdout.splitlines() if line.startswith(f"| {c} |"))
+        assert row.count("|") == 13, row
+
+    assert [g["stored"] for g in run["growth"]] == [1000]
+    assert run["growth"][0]["swept"] > 0
+    assert [b["executors"] for b in run["scaling"]] == [1]
+    assert {"proposals", "executor", "reconciler", "agent"} <= set(run["peak_rss_mb"])
+    assert "signoff ÷ raw" in doc.read_text()
