@@ -127,6 +127,19 @@ async def add_message(
     return row
 
 
+async def handed_back(
+    conn: AsyncConnection,
+    kind: str,
+    *,
+    proposal_id: str | None = None,
+    pause_point_id: str | None = None,
+) -> Row[Any] | None:
+    """The message of ``kind`` already written about a proposal or a pause point."""
+    m = messages.c
+    ref = m.proposal_id == proposal_id if proposal_id else m.pause_point_id == pause_point_id
+    return (await conn.execute(select(messages).where(ref, m.kind == kind))).first()
+
+
 async def message(conn: AsyncConnection, message_id: str) -> Row[Any] | None:
     return (await conn.execute(select(messages).where(messages.c.id == message_id))).first()
 

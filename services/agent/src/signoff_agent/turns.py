@@ -252,4 +252,11 @@ async def _write_ending(
     else:
         values = {"role": "app", "code": ending.code, "params": ending.params}
     row = await repo.add_message(conn, conversation_id, turn_id=turn_id, **values)
+    if row is None:  # the card's ``created`` event was faster and wrote it: show that one
+        row = await repo.handed_back(
+            conn,
+            "card",
+            proposal_id=values.get("proposal_id"),
+            pause_point_id=values.get("pause_point_id"),
+        )
     return [row] if row is not None else []

@@ -55,6 +55,8 @@ async def _proposed(
         f"/v1/conversations/{conversation}/messages", json={"content": "Fix it"}, headers=auth(club)
     )
     assert posted.status_code == 200, posted.text
+    [card] = [m for m in posted.json()["messages"] if m["code"] == "proposal_ready"]
+    assert card["proposal_id"] == proposals.proposals[-1].proposal_id
     return conversation, proposals.proposals[-1]
 
 
@@ -129,6 +131,33 @@ async def test_an_outcome_writes_one_message_however_often_it_arrives_and_stream
     cards = [data for kind, data in seen if kind == "card"]
     assert cards and cards[-1]["status"] == "succeeded"
     assert len(model.requests) == 1  # the model was not resumed
+
+
+async def test_the_turn_shows_its_card_even_when_the_created_event_wrote_it_first(
+    agent: httpx.AsyncClient,
+    club: dict[str, Any],
+    model: FakeModel,
+    proposals: FakeProposals,
+    amqp_url: str,
+    topology: Topology,
+    engine: AsyncEngine,
+) -> None:
+    async def event_first(msg: Any) -> None:
+        event = ProposalEvent(event="created", proposal=view_of(msg), source="proposals")
+        await _publish(amqp_url, topology, "proposal.created", event)
+
+        async def written() -> bool:
+            sql = "SELECT count(*) FROM agent.messages WHERE proposal_id = :p AND kind = 'card'"
+            async with engine.connect() as conn:
+                return bool((await conn.execute(text(sql), {"p": msg.proposal_id})).scalar())
+
+        await wait_until(written, what="the card written by the event")
+
+    proposals.before_reply = event_first
+    conversation, stored = await _proposed(agent, club, model, proposals)
+    messages = await _messages(agent, club, conversation)
+    cards = [m for m in messages if m["proposal_id"] == stored.proposal_id]
+    assert [m["code"] for m in cards] == ["proposal_ready"]
 
 
 async def test_a_decline_reason_is_context_on_the_next_message(

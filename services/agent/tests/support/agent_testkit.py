@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -126,9 +126,13 @@ class FakeProposals:
     proposals: list[ProposalRequested] = field(default_factory=list)
     pauses: list[PausePointRequested] = field(default_factory=list)
     refuse_with: Reason | None = None
+    #: runs before the reply (e.g. to deliver the ``created`` event first, as a fast relay can)
+    before_reply: Callable[[ProposalRequested], Awaitable[None]] | None = None
 
     async def propose(self, body: bytes) -> bytes:
         msg = ProposalRequested.model_validate_json(body)
+        if self.before_reply is not None:
+            await self.before_reply(msg)
         if self.refuse_with is not None:
             reply = ProposalRequestReply(accepted=False, reason=self.refuse_with)
         else:
