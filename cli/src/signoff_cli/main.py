@@ -17,13 +17,15 @@ from signoff_runtime.registry import load_directory
 from signoff_runtime.settings import ServiceSettings
 from signoff_runtime.tokens import issue_token
 
-from signoff_cli import database, dev
+from signoff_cli import database, dev, docs, status
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="signoff: propose, approve, execute."
 )
 app.add_typer(database.app, name="db")
 app.add_typer(dev.app, name="dev")
+app.add_typer(docs.app, name="docs")
+app.command("status")(status.status)
 
 
 @app.command()

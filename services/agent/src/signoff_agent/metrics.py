@@ -9,6 +9,11 @@ MODEL_CALLS = Counter(
     "Model calls, by result (ok or the failure code).",
     ["result"],
 )
+MODEL_TOKENS = Counter(
+    "signoff_agent_model_tokens_total",
+    "Tokens the model endpoint reported, by kind (prompt / completion).",
+    ["kind"],
+)
 TURNS = Counter(
     "signoff_agent_turns_total",
     "Turns finished, by section and how they ended (answered, proposed, paused, …).",

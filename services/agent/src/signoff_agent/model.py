@@ -22,7 +22,7 @@ import openai
 import structlog
 from openai import AsyncOpenAI
 
-from signoff_agent.metrics import MODEL_CALLS
+from signoff_agent.metrics import MODEL_CALLS, MODEL_TOKENS
 from signoff_agent.settings import AgentGroup
 
 log = structlog.get_logger(__name__)
@@ -86,7 +86,16 @@ class OpenAIChatModel:
             raise _unavailable("model_bad_response") from None
         reply = _reply(completion)
         MODEL_CALLS.labels(result="ok").inc()
+        _count_tokens(completion)
         return reply
+
+
+def _count_tokens(completion: Any) -> None:
+    usage = getattr(completion, "usage", None)
+    for kind in ("prompt", "completion"):
+        count = getattr(usage, f"{kind}_tokens", None)
+        if isinstance(count, int) and count > 0:
+            MODEL_TOKENS.labels(kind=kind).inc(count)
 
 
 def _unavailable(code: str) -> ModelUnavailable:

@@ -20,7 +20,14 @@ from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
 from signoff_runtime.service import Runtime
 
-from signoff_proposals import decision_routes, handlers, resolver, routes, sweeps
+from signoff_proposals import (
+    decision_routes,
+    handlers,
+    lifecycle_metrics,
+    resolver,
+    routes,
+    sweeps,
+)
 from signoff_proposals.context import Context, load_domain
 from signoff_proposals.settings import ProposalsSettings
 from signoff_proposals.tables import outbox
@@ -74,8 +81,12 @@ def _loops(ctx: Context, runtime: Runtime) -> list[sweeps.Loop]:
     async def outbox_relay() -> None:
         await relay.run()
 
+    async def state_gauge() -> None:
+        await lifecycle_metrics.refresh_states(runtime.engine)
+
     return [
         outbox_relay,
+        state_gauge,
         sweeps.every(
             "expiry_sweep",
             group.expiry_interval_s,

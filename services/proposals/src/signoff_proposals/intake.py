@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from signoff_contracts.reasons import Reason
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ProposalRequested, ProposalRequestReply
+from signoff_runtime import tracing
 from signoff_runtime.registry import UnknownOperation
 
 from signoff_proposals import quotas
@@ -82,7 +83,11 @@ async def _store(ctx: Context, tx: repo.Tx, msg: ProposalRequested) -> Any:
         actor=msg.requested_by,
         action="created",
         to_status=ProposalStatus.PENDING,
-        detail={"supersedes": msg.supersedes} if msg.supersedes else None,
+        detail={
+            **({"supersedes": msg.supersedes} if msg.supersedes else {}),
+            **tracing.headers(),
+        }
+        or None,
     )
     await announce(ctx, tx, "created", row, causation_id=msg.message_id)
     return row

@@ -13,9 +13,10 @@ from typing import Any
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract, ProposalEvent
 from signoff_runtime import outbox as runtime_outbox
+from signoff_runtime import tracing
 from signoff_runtime.signing import sign
 from signoff_runtime.topology import ROUTING_KEYS
-from sqlalchemy import Row
+from sqlalchemy import Row, text
 
 from signoff_proposals.context import Context
 from signoff_proposals.domain import EventName, routing_key
@@ -66,10 +67,19 @@ def contract_for(ctx: Context, row: Row[Any]) -> ExecutionContract:
 
 
 async def send_contract(ctx: Context, tx: Tx, contract: ExecutionContract) -> None:
+    """The contract carries the trace of the turn that proposed it, not the approver's."""
+    origin = await tx.conn.scalar(
+        text(
+            "SELECT detail->>'traceparent' FROM proposals.audit "
+            "WHERE proposal_id = :id AND action = 'created' LIMIT 1"
+        ),
+        {"id": contract.proposal_id},
+    )
     await runtime_outbox.enqueue(
         tx.conn,
         outbox,
         contract,
         exchange=ctx.topology.name("contracts"),
         routing_key=ROUTING_KEYS["executor.contracts"],
+        headers={tracing.HEADER: origin} if origin else None,
     )

@@ -25,6 +25,7 @@ from sqlalchemy import DateTime, Row, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from signoff_proposals import lifecycle_metrics
 from signoff_proposals.metrics import TRANSITIONS
 from signoff_proposals.tables import audit, proposals
 
@@ -38,6 +39,7 @@ class Tx:
 
     conn: AsyncConnection
     counted: list[tuple[str, str]] = field(default_factory=list)
+    timed: list[tuple[Any, dict[str, str], float]] = field(default_factory=list)
 
     def count(self, kind: str, status: ProposalStatus) -> None:
         self.counted.append((kind, status.value))
@@ -50,6 +52,8 @@ async def unit_of_work(engine: AsyncEngine) -> AsyncIterator[Tx]:
         yield tx
     for kind, status in tx.counted:
         TRANSITIONS.labels(kind=kind, status=status).inc()
+    for histogram, labels, seconds in tx.timed:
+        histogram.labels(**labels).observe(seconds)
 
 
 async def insert_proposal(tx: Tx, msg: ProposalRequested, ttl: timedelta) -> Row[Any] | None:
@@ -121,6 +125,9 @@ async def transition(
     row = (await tx.conn.execute(stmt)).first()
     if row is not None:
         tx.count(row.operation_kind, to)
+        observed = lifecycle_metrics.latency(row, to)
+        if observed is not None:
+            tx.timed.append(observed)
     return row
 
 

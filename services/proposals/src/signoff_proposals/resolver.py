@@ -23,6 +23,7 @@ from faststream.exceptions import FastStreamException
 from faststream.rabbit import RabbitBroker
 from pydantic import ValidationError
 from signoff_contracts.v1 import ResolveReply, ResolveRequested
+from signoff_runtime import tracing
 from signoff_runtime.topology import ROUTING_KEYS
 
 from signoff_proposals.context import Context
@@ -40,7 +41,12 @@ class Unavailable:
 
 def requests_broker(settings: ProposalsSettings) -> RabbitBroker:
     """A broker without subscribers, for request-reply only (see the module docstring)."""
-    return RabbitBroker(settings.amqp.url, app_id="signoff-proposals-requests", log_level=10)
+    return RabbitBroker(
+        settings.amqp.url,
+        app_id="signoff-proposals-requests",
+        middlewares=[tracing.TraceMiddleware],
+        log_level=10,
+    )
 
 
 async def ask(ctx: Context, question: ResolveRequested) -> ResolveReply | Unavailable:

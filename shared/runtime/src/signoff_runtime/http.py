@@ -8,13 +8,14 @@ from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from signoff_runtime import problems
+from signoff_runtime import problems, tracing
 
 HealthCheck = Callable[[], Awaitable[bool]]
 
 
 def install_standard_routes(app: FastAPI, checks: dict[str, HealthCheck]) -> None:
     problems.install(app)
+    app.add_middleware(tracing.HttpTraceMiddleware)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:

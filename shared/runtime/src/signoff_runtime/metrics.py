@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 OUTBOX_PUBLISHED = Counter(
     "signoff_outbox_published_total", "Outbox rows published and confirmed.", ["schema"]
@@ -22,4 +22,12 @@ MESSAGES_DEAD_LETTERED = Counter(
 )
 HANDLER_SECONDS = Histogram(
     "signoff_handler_seconds", "Time to handle one message, by queue.", ["queue"]
+)
+OUTBOX_UNSENT = Gauge(
+    "signoff_outbox_unsent", "Outbox rows not yet published, by schema.", ["schema"]
+)
+OUTBOX_OLDEST_UNSENT = Gauge(
+    "signoff_outbox_oldest_unsent_age_seconds",
+    "Age of the oldest unsent outbox row (0 when none), by schema, by the database clock.",
+    ["schema"],
 )

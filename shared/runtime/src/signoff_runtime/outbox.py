@@ -40,8 +40,14 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from signoff_runtime import tracing
 from signoff_runtime.db import asyncpg_dsn
-from signoff_runtime.metrics import OUTBOX_PUBLISH_ERRORS, OUTBOX_PUBLISHED
+from signoff_runtime.metrics import (
+    OUTBOX_OLDEST_UNSENT,
+    OUTBOX_PUBLISH_ERRORS,
+    OUTBOX_PUBLISHED,
+    OUTBOX_UNSENT,
+)
 from signoff_runtime.topology import Topology
 
 log = structlog.get_logger(__name__)
@@ -98,7 +104,7 @@ async def enqueue(
             "mt": message.type,
             "cid": message.correlation_id,
             "body": message.model_dump_json().encode(),
-            "headers": json.dumps(dict(headers or {})),
+            "headers": json.dumps({**tracing.headers(), **dict(headers or {})}),
             "channel": notify_channel(table),
         },
     )
@@ -137,6 +143,7 @@ class OutboxRelay:
                     await self._ensure_channel(connection)
                     while await self.drain() == self._batch:
                         pass
+                    await self.measure()
                 except (OSError, asyncpg.PostgresError, aio_pika.exceptions.AMQPError) as exc:
                     log.warning("outbox.drain_failed", schema=self._table.schema, error=str(exc))
                 with contextlib.suppress(TimeoutError):
@@ -157,6 +164,22 @@ class OutboxRelay:
         conn = await asyncpg.connect(asyncpg_dsn(str(self._engine.url.render_as_string(False))))
         await conn.add_listener(notify_channel(self._table), lambda *_: self._wake.set())
         return conn
+
+    async def measure(self) -> None:
+        """Refresh the lag gauges (one query on the unsent rows' partial index)."""
+        schema = self._table.schema
+        async with self._engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    text(
+                        "SELECT count(*) AS n, coalesce(extract(epoch FROM "  # noqa: S608
+                        f"now() - min(created_at)), 0) AS age FROM {schema}.outbox "
+                        "WHERE sent_at IS NULL"
+                    )
+                )
+            ).one()
+        OUTBOX_UNSENT.labels(schema=schema).set(row.n)
+        OUTBOX_OLDEST_UNSENT.labels(schema=schema).set(float(row.age))
 
     async def drain(self) -> int:
         """Publish one batch of due rows; return how many rows were taken."""

@@ -29,6 +29,9 @@ class AmqpSettings(BaseModel):
     delivery_limit: int = Field(default=5, ge=1, le=100)
     request_timeout_s: float = Field(default=10.0, gt=0)
     publish_timeout_s: float = Field(default=10.0, gt=0)
+    #: declare the whole topology at start-up; ``false`` where the broker's definitions
+    #: (``deploy/rabbitmq/definitions.json``) hold it and each service's user may not
+    declare_topology: bool = True
 
 
 class AuthSettings(BaseModel):

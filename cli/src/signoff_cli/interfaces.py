@@ -1,0 +1,177 @@
+"""Who consumes and publishes what: the one table behind the AsyncAPI documents and the
+RabbitMQ permissions of ``deploy/rabbitmq/definitions.json``.
+
+Subscribers take raw bodies (they parse them themselves, so a malformed message is dead-lettered
+with a reason), so FastStream cannot describe their payloads; the documents are built here from
+``signoff_contracts`` schemas and ``signoff_runtime.topology`` instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic.json_schema import models_json_schema
+from signoff_contracts.v1 import MESSAGES
+from signoff_runtime.topology import EXCHANGES, ROUTING_KEYS, Topology
+
+
+@dataclass(frozen=True, slots=True)
+class Consumed:
+    queue: str  # topology queue key
+    messages: tuple[str, ...]  # message types (``MESSAGES`` keys)
+    reply: str | None = None  # request-reply: the reply's message type
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    exchange: str
+    routing_key: str
+    messages: tuple[str, ...]
+    request_reply: bool = False
+
+
+def _type(model_name: str) -> str:
+    return next(t for t, m in MESSAGES.items() if m.__name__ == model_name)
+
+
+def _types(*names: str) -> tuple[str, ...]:
+    return tuple(_type(n) for n in names)
+
+
+CONSUMES: dict[str, tuple[Consumed, ...]] = {
+    "agent": (
+        Consumed("agent.events", _types("ProposalEvent", "PausePointResolved")),
+        Consumed("agent.resolve", _types("ResolveRequested"), _type("ResolveReply")),
+    ),
+    "proposals": (
+        Consumed("proposals.requests", _types("ProposalRequested"), _type("ProposalRequestReply")),
+        Consumed(
+            "proposals.approvals",
+            _types("ApproveProposal", "DeclineProposal", "ReviseProposal", "ResolvePausePoint"),
+            _type("ApprovalReply"),
+        ),
+        Consumed(
+            "proposals.pause-points",
+            _types("PausePointRequested"),
+            _type("PausePointRequestReply"),
+        ),
+        Consumed("proposals.outcomes", _types("OutcomeReported")),
+        Consumed("proposals.reconciliation", _types("ReconciliationChecked")),
+    ),
+    "executor": (Consumed("executor.contracts", _types("ExecutionContract")),),
+    "reconciler": (Consumed("reconciler.required", _types("ReconciliationRequired")),),
+}
+
+PUBLISHES: dict[str, tuple[Published, ...]] = {
+    "agent": (
+        Published("commands", "proposal.requested", _types("ProposalRequested"), True),
+        Published("commands", "pause_point.requested", _types("PausePointRequested"), True),
+    ),
+    "proposals": (
+        Published("contracts", "execution.contract", _types("ExecutionContract")),
+        Published("events", "proposal.#", _types("ProposalEvent")),
+        Published("events", "pause_point.#", _types("PausePointResolved")),
+        Published("commands", "revision.resolve", _types("ResolveRequested"), True),
+    ),
+    "executor": (
+        Published("outcomes", "execution.outcome", _types("OutcomeReported")),
+        Published(
+            "outcomes", "execution.reconciliation_required", _types("ReconciliationRequired")
+        ),
+    ),
+    "reconciler": (
+        Published("outcomes", "execution.outcome", _types("OutcomeReported")),
+        Published("outcomes", "execution.reconciliation_checked", _types("ReconciliationChecked")),
+    ),
+}
+
+#: the reconciler also archives every dead-letter queue and replays from it
+DLQ_CONSUMER = "reconciler"
+
+
+def asyncapi(service: str, prefix: str = "signoff") -> dict[str, Any]:
+    """The AsyncAPI 3.0 document of one service's AMQP interface."""
+    topo = Topology(prefix)
+    used = sorted(
+        {t for c in CONSUMES[service] for t in (*c.messages, *([c.reply] if c.reply else []))}
+        | {t for p in PUBLISHES[service] for t in p.messages}
+    )
+    _, schemas = models_json_schema(
+        [(MESSAGES[t], "serialization") for t in used],
+        ref_template="#/components/schemas/{model}",
+    )
+    channels: dict[str, Any] = {}
+    operations: dict[str, Any] = {}
+    for c in CONSUMES[service]:
+        spec = topo.spec(c.queue)
+        cid = c.queue.replace(".", "_").replace("-", "_")
+        channels[cid] = {
+            "address": topo.name(c.queue),
+            "messages": {t: {"$ref": f"#/components/messages/{t}"} for t in c.messages},
+            "bindings": {
+                "amqp": {
+                    "is": "queue",
+                    "queue": {"name": topo.name(c.queue), "durable": True, "exclusive": False},
+                    "bindingVersion": "0.3.0",
+                }
+            },
+            "description": f"{spec.purpose}; bound to {topo.name(spec.exchange)} "
+            f"({', '.join((spec.routing_key, *spec.extra_keys))})",
+        }
+        op: dict[str, Any] = {
+            "action": "receive",
+            "channel": {"$ref": f"#/channels/{cid}"},
+            "messages": [{"$ref": f"#/channels/{cid}/messages/{t}"} for t in c.messages],
+        }
+        if c.reply:
+            op["reply"] = {"messages": [{"$ref": f"#/components/messages/{c.reply}"}]}
+        operations[f"receive_{cid}"] = op
+    for p in PUBLISHES[service]:
+        cid = f"{p.exchange}_{p.routing_key}".replace(".", "_").replace("#", "all")
+        channels[cid] = {
+            "address": p.routing_key,
+            "messages": {t: {"$ref": f"#/components/messages/{t}"} for t in p.messages},
+            "bindings": {
+                "amqp": {
+                    "is": "routingKey",
+                    "exchange": {
+                        "name": topo.name(p.exchange),
+                        "type": EXCHANGES[p.exchange],
+                        "durable": True,
+                    },
+                    "bindingVersion": "0.3.0",
+                }
+            },
+        }
+        operations[f"send_{cid}"] = {
+            "action": "send",
+            "channel": {"$ref": f"#/channels/{cid}"},
+            "messages": [{"$ref": f"#/channels/{cid}/messages/{t}"} for t in p.messages],
+            "description": "request-reply (direct reply-to, with a timeout)"
+            if p.request_reply
+            else "through the service's outbox (persistent, confirmed)",
+        }
+    return {
+        "asyncapi": "3.0.0",
+        "info": {"title": f"signoff {service}", "version": "1"},
+        "defaultContentType": "application/json",
+        "servers": {"rabbitmq": {"host": "rabbitmq:5672", "protocol": "amqp"}},
+        "channels": channels,
+        "operations": operations,
+        "components": {
+            "messages": {
+                t: {"name": t, "title": MESSAGES[t].__name__, "payload": {"$ref": _ref(t)}}
+                for t in used
+            },
+            "schemas": schemas.get("$defs", {}),
+        },
+    }
+
+
+def _ref(message_type: str) -> str:
+    return f"#/components/schemas/{MESSAGES[message_type].__name__}"
+
+
+def queue_keys() -> list[str]:
+    return list(ROUTING_KEYS)

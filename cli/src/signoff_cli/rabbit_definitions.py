@@ -1,0 +1,133 @@
+"""``deploy/rabbitmq/definitions.json``: the topology, per-service users and their permissions.
+
+Built from ``signoff_runtime.topology`` (queues, exchanges, bindings, arguments) and
+``interfaces`` (who consumes and publishes what), so the broker's definitions cannot drift from
+the code. Services run with ``SIGNOFF_AMQP__DECLARE_TOPOLOGY=false`` against these definitions,
+so a user needs ``configure`` only on the queues its subscribers (re)declare, ``write`` on the
+exchanges it publishes to (and its own queues, which subscribers bind), and ``read`` on what it
+consumes and on the exchanges its queues are bound from. The demo passwords are
+``<service>-dev-password``: replace the users' hashes in any real deployment.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from typing import Any
+
+from signoff_runtime.topology import EXCHANGES, QUEUES, Topology
+
+from signoff_cli.interfaces import CONSUMES, DLQ_CONSUMER, PUBLISHES
+
+VHOST = "/"
+SERVICES = ("agent", "proposals", "executor", "reconciler")
+
+
+def password_hash(password: str, salt: bytes) -> str:
+    """RabbitMQ's ``rabbit_password_hashing_sha256``: base64(salt + sha256(salt + password))."""
+    return base64.b64encode(salt + hashlib.sha256(salt + password.encode()).digest()).decode()
+
+
+def _alternatives(names: list[str]) -> str:
+    return "^(" + "|".join(re.escape(n) for n in sorted(set(names))) + ")$" if names else "^$"
+
+
+def permissions(service: str, topo: Topology) -> dict[str, str]:
+    own = [c.queue for c in CONSUMES[service]]
+    queues = [topo.name(q) for q in own]
+    bound_from = [topo.name(topo.spec(q).exchange) for q in own]
+    publishes = [topo.name(p.exchange) for p in PUBLISHES[service]]
+    dlqs = [topo.dlq(spec.key) for spec in QUEUES] if service == DLQ_CONSUMER else []
+    # every consumer may dead-letter (publish to dlx) and answer request-reply (default exchange)
+    write = [*queues, *publishes, topo.name("dlx"), "amq.default"]
+    if service == DLQ_CONSUMER:
+        write += [topo.name(spec.key) for spec in QUEUES]  # replays go to the original queue
+    return {
+        "user": service,
+        "vhost": VHOST,
+        "configure": _alternatives([*queues, *bound_from, *dlqs]),
+        "write": _alternatives(write),
+        "read": _alternatives([*queues, *bound_from, *dlqs, "amq.rabbitmq.reply-to"]),
+    }
+
+
+def definitions(prefix: str = "signoff", delivery_limit: int = 5) -> dict[str, Any]:
+    topo = Topology(prefix, delivery_limit)
+    queues: list[dict[str, Any]] = []
+    bindings: list[dict[str, Any]] = []
+    for spec in QUEUES:
+        queues.append(_queue(topo.name(spec.key), topo.queue_arguments(spec.key)))
+        queues.append(_queue(topo.dlq(spec.key), {"x-queue-type": "quorum"}))
+        for key in (spec.routing_key, *spec.extra_keys):
+            bindings.append(_binding(topo.name(spec.exchange), topo.name(spec.key), key))
+        bindings.append(_binding(topo.name("dlx"), topo.dlq(spec.key), topo.name(spec.key)))
+    users = [
+        {
+            "name": name,
+            "password_hash": password_hash(
+                f"{name}-dev-password", name.encode()[:4].ljust(4, b"_")
+            ),
+            "hashing_algorithm": "rabbit_password_hashing_sha256",
+            "tags": ["administrator"] if name == "admin" else [],
+        }
+        for name in ("admin", *SERVICES)
+    ]
+    admin = {"user": "admin", "vhost": VHOST, "configure": ".*", "write": ".*", "read": ".*"}
+    return {
+        "rabbit_version": "3.10.8",
+        "vhosts": [{"name": VHOST}],
+        "users": users,
+        "permissions": [admin, *(permissions(s, topo) for s in SERVICES)],
+        "exchanges": [
+            {
+                "name": topo.name(short),
+                "vhost": VHOST,
+                "type": kind,
+                "durable": True,
+                "auto_delete": False,
+                "internal": False,
+                "arguments": {},
+            }
+            for short, kind in EXCHANGES.items()
+        ],
+        "queues": queues,
+        "bindings": bindings,
+        "policies": [
+            {
+                # operators tune limits here without redeclaring queues (RabbitMQ recommends
+                # policies over arguments); the queues' own arguments match it
+                "vhost": VHOST,
+                "name": f"{prefix}-work-queues",
+                "pattern": f"^{re.escape(prefix)}\\.(?!.*\\.dlq$)",
+                "apply-to": "queues",
+                "priority": 0,
+                "definition": {
+                    "delivery-limit": delivery_limit,
+                    "dead-letter-strategy": "at-least-once",
+                    "overflow": "reject-publish",
+                },
+            }
+        ],
+    }
+
+
+def _queue(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "vhost": VHOST,
+        "durable": True,
+        "auto_delete": False,
+        "arguments": arguments,
+    }
+
+
+def _binding(source: str, queue: str, key: str) -> dict[str, Any]:
+    return {
+        "source": source,
+        "vhost": VHOST,
+        "destination": queue,
+        "destination_type": "queue",
+        "routing_key": key,
+        "arguments": {},
+    }
