@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from signoff_contracts.ids import new_id
-from signoff_contracts.operations import AttemptRef, Rejected
+from signoff_contracts.operations import AttemptRef, Rejected, StrandedAttempt
 from signoff_contracts.outcomes import OperationOutcome, outcome_adapter
 from sqlalchemy import Interval, and_, exists, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -52,6 +52,13 @@ class NotApplied:
     """Definitely never applied; ``code`` is the revision reason to give."""
 
     code: str
+
+
+@dataclass(frozen=True, slots=True)
+class GivenUp:
+    """An operator ended the attempt as not applied (the provider's API could not tell)."""
+
+    correlation_id: str
 
 
 Answer = Refunded | AppliedLocally | Declined | NotApplied
@@ -237,9 +244,12 @@ async def begin(
     *,
     lease_s: int,
     client_timeout_s: float,
+    contract_id: str | None = None,
 ) -> AttemptRef:
     """Record the attempt, mark the discount applied and reserve the amount, in the caller's
-    (revalidating) transaction; a second attempt for the proposal violates a unique key."""
+    (revalidating) transaction; a second attempt for the proposal violates a unique key.
+    ``contract_id`` rides along in ``request`` so the reconciler's scan can name the contract of
+    an attempt whose executor died (``stranded``)."""
     attempt_id = new_id("att")
     key = f"signoff-refund-{proposal_id}"
     lease = literal(timedelta(seconds=lease_s), Interval())
@@ -264,6 +274,7 @@ async def begin(
                 "amount_cents": arguments.amount_cents,
                 "currency": arguments.currency,
                 "destination": arguments.destination,
+                "contract_id": contract_id,
             },
         )
     )
@@ -388,6 +399,29 @@ async def conclude(
             updated_at=func.now(),
         )
     )
+
+
+async def stranded(
+    conn: AsyncConnection, older_than_s: float, limit: int = 500
+) -> list[StrandedAttempt]:
+    """Attempts still pending or unknown ``older_than_s`` after their lease and client timeout
+    ran out, oldest first: no executor can still be calling the provider for them."""
+    a = t.refund_attempts
+    deadline = a.c.lease_until + func.make_interval(
+        0, 0, 0, 0, 0, 0, a.c.client_timeout_s + older_than_s
+    )
+    rows = await conn.execute(
+        select(a.c.id, a.c.proposal_id, a.c.organization_id, a.c.request["contract_id"].astext)
+        .where(a.c.status.in_(t.UNRESOLVED_ATTEMPT_STATUSES), deadline < func.now())
+        .order_by(a.c.created_at)
+        .limit(limit)
+    )
+    return [
+        StrandedAttempt(
+            attempt_id=row[0], proposal_id=row[1], organization_id=row[2], contract_id=row[3]
+        )
+        for row in rows
+    ]
 
 
 async def mark_unknown(conn: AsyncConnection, attempt_id: str) -> None:

@@ -11,7 +11,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pytest
-from signoff_contracts.operations import AnyOperation, AttemptRef, ExternalOperation
+from signoff_contracts.operations import (
+    AnyOperation,
+    AttemptRef,
+    ExternalOperation,
+    StrandedAttempt,
+)
 from signoff_contracts.outcomes import Succeeded
 from signoff_runtime.testing import wait_until
 
@@ -71,6 +76,22 @@ class AttemptProtocolChecks:
         assert isinstance(again, Succeeded), f"a second reconcile answered {again!r}"
         effects = await case.count_effects() - before
         assert effects == 1, f"{effects} provider effects after a lost response and reconcile"
+
+    async def test_an_attempt_within_its_lease_is_not_stranded(
+        self, op: AnyOperation, case: ConformanceCase
+    ) -> None:
+        """``stranded_attempts`` (the reconciler's scan) must spare an attempt whose executor
+        may still be calling the provider: only the lease's end makes an attempt stranded."""
+        arguments = (await resolve_request(op, case, case.valid_request)).arguments
+        attempt = await begin(op, case, new_context(case), arguments)
+        assert isinstance(attempt, AttemptRef), f"begin_attempt did not start: {attempt}"
+        assert isinstance(op, ExternalOperation)
+        async with case.engine.connect() as conn:
+            found = await op.stranded_attempts(conn, 0.0)
+        assert all(isinstance(s, StrandedAttempt) for s in found), found
+        assert attempt.attempt_id not in [s.attempt_id for s in found], (
+            "stranded_attempts listed an attempt still within its lease"
+        )
 
     async def test_reconcile_never_creates_an_effect(
         self, op: AnyOperation, case: ConformanceCase

@@ -205,6 +205,19 @@ class EffectUncertain(Exception):
     """The provider may or may not have applied the effect (lost response, timeout)."""
 
 
+@dataclass(frozen=True, slots=True)
+class StrandedAttempt:
+    """An attempt left unconcluded past its lease that no one may have asked about yet (its
+    executor died between recording the attempt and recording the answer). ``contract_id`` is
+    ``None`` when the domain did not keep it; the reconciler then withholds the outcome until a
+    ``ReconciliationRequired`` names the contract."""
+
+    attempt_id: str
+    proposal_id: str
+    organization_id: str
+    contract_id: str | None = None
+
+
 class ExternalOperation(
     Operation[RequestT, ArgumentsT, PreviewT, ResultT],
     Generic[RequestT, ArgumentsT, PreviewT, ResultT, ProviderT],
@@ -246,6 +259,21 @@ class ExternalOperation(
         self, attempt_id: str, conn: Any, provider: ProviderT
     ) -> OperationOutcome | None: ...
 
+    async def stranded_attempts(self, conn: Any, older_than_s: float) -> list[StrandedAttempt]:
+        """Optional: attempts still pending or unknown ``older_than_s`` past their lease, so the
+        reconciler's scan finds those whose ``ReconciliationRequired`` never came. The default
+        finds none (an operation without the hook relies on that message alone)."""
+        return []
+
+    async def settle_by_operator(
+        self, attempt_id: str, conn: Any, *, applied: bool
+    ) -> OperationOutcome | None:
+        """Optional: an operator's verdict on an attempt the provider's API cannot settle
+        (``applied``: the provider's dashboard shows the effect). Record it in the domain and
+        return the outcome to report; the default records nothing and returns ``None`` (the
+        reconciler then reports a generic ``Succeeded({})`` or ``TerminalFailure``)."""
+        return None
+
 
 AnyOperation = Operation[Any, Any, Any, Any]
 _MODEL_PARTS = ("Request", "Arguments", "Preview", "Result")
@@ -279,6 +307,8 @@ def check_operation(cls: type[Any]) -> None:
         "record",
         "mark_unknown",
         "reconcile",
+        "stranded_attempts",
+        "settle_by_operator",
     ):
         method = getattr(cls, name, None)
         if method is not None and not inspect.iscoroutinefunction(method):

@@ -82,6 +82,8 @@ async def dead_letter(
             "x-signoff-reason": code,
             "x-signoff-detail": detail[:500],
             "x-signoff-queue": topology.name(queue_key),
+            # the DLQ (a quorum queue) overwrites x-delivery-count with its own
+            "x-signoff-deliveries": delivery_count(msg) + 1,
         }
     )
     await broker.publish(

@@ -40,6 +40,7 @@ from signoff_card_provider.client import (
     ProviderUnavailable,
     ProviderUncertain,
 )
+from signoff_contracts.ids import new_id
 from signoff_contracts.operations import (
     Actor,
     AttemptRef,
@@ -52,8 +53,14 @@ from signoff_contracts.operations import (
     RenderedPreview,
     Resolved,
     Scope,
+    StrandedAttempt,
 )
-from signoff_contracts.outcomes import OperationOutcome, RevisionRequired, Succeeded
+from signoff_contracts.outcomes import (
+    OperationOutcome,
+    RevisionRequired,
+    Succeeded,
+    TerminalFailure,
+)
 from signoff_contracts.reasons import Reason
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -66,7 +73,14 @@ from signoff_club.domain import (
     destination_fits,
     format_money,
 )
-from signoff_club.refunds import Answer, AppliedLocally, Declined, NotApplied, Refunded
+from signoff_club.refunds import (
+    Answer,
+    AppliedLocally,
+    Declined,
+    GivenUp,
+    NotApplied,
+    Refunded,
+)
 from signoff_club.settings import ClubSettings
 
 log = structlog.get_logger(__name__)
@@ -392,6 +406,7 @@ class RefundMissingDiscount(
             ctx.proposal_id,
             lease_s=self.settings.attempt_lease_s,
             client_timeout_s=self.settings.provider_timeout_s,
+            contract_id=ctx.contract_id,
         )
 
     async def perform(
@@ -451,6 +466,21 @@ class RefundMissingDiscount(
             return None
         return await _conclude(conn, attempt_id, NotApplied(code="refund_not_applied"))
 
+    async def stranded_attempts(
+        self, conn: AsyncConnection, older_than_s: float
+    ) -> list[StrandedAttempt]:
+        return await refunds.stranded(conn, older_than_s)
+
+    async def settle_by_operator(
+        self, attempt_id: str, conn: AsyncConnection, *, applied: bool
+    ) -> OperationOutcome | None:
+        """An operator read the provider's dashboard: ``applied`` records the refund (no
+        provider id is known), otherwise the reservation is released and the attempt fails.
+        An attempt concluded already keeps its outcome."""
+        if applied:
+            return await _conclude(conn, attempt_id, AppliedLocally())
+        return await _conclude(conn, attempt_id, GivenUp(correlation_id=new_id("cor")))
+
     def render_preview(self, preview: RefundPreview, locale: Locale) -> RenderedPreview:
         text = _TEXT[locale]
 
@@ -474,7 +504,9 @@ class RefundMissingDiscount(
         return RenderedPreview(title=text["title"], lines=lines)
 
 
-async def _conclude(conn: AsyncConnection, attempt_id: str, answer: Answer) -> OperationOutcome:
+async def _conclude(
+    conn: AsyncConnection, attempt_id: str, answer: Answer | GivenUp
+) -> OperationOutcome:
     """Store the answer and its outcome once; a later call returns the stored outcome."""
     attempt = await refunds.get_attempt(conn, attempt_id, lock=True)
     if attempt.outcome is not None:
@@ -504,6 +536,9 @@ async def _conclude(conn: AsyncConnection, attempt_id: str, answer: Answer) -> O
         await refunds.release(conn, attempt)
         reason = Reason(code="refund_declined", params={"provider_code": answer.code})
         status, outcome = "failed", RevisionRequired(reason=reason)
+    elif isinstance(answer, GivenUp):
+        await refunds.release(conn, attempt)
+        status, outcome = "failed", TerminalFailure(correlation_id=answer.correlation_id)
     else:
         await refunds.release(conn, attempt)
         status, outcome = "not_applied", RevisionRequired(reason=Reason(code=answer.code))
@@ -511,7 +546,7 @@ async def _conclude(conn: AsyncConnection, attempt_id: str, answer: Answer) -> O
     return outcome
 
 
-def _response(answer: Answer) -> dict[str, Any]:
+def _response(answer: Answer | GivenUp) -> dict[str, Any]:
     """The provider's answer as stored facts (never a raw provider payload)."""
     kind = type(answer).__name__
     if isinstance(answer, Refunded):
@@ -522,4 +557,6 @@ def _response(answer: Answer) -> dict[str, Any]:
         }
     if isinstance(answer, Declined | NotApplied):
         return {"answer": kind, "code": answer.code}
+    if isinstance(answer, GivenUp):
+        return {"answer": kind, "correlation_id": answer.correlation_id}
     return {"answer": kind}
