@@ -26,8 +26,9 @@ from signoff_contracts.operations import (
     RenderedPreview,
     Resolved,
     Scope,
+    StrandedAttempt,
 )
-from signoff_contracts.outcomes import OperationOutcome
+from signoff_contracts.outcomes import OperationOutcome, Succeeded
 from signoff_contracts.reasons import Reason
 from signoff_reconciler.settings import ReconcilerGroup, ReconcilerSettings
 from signoff_runtime.db import asyncpg_dsn
@@ -103,6 +104,9 @@ class ScriptedTransfer(ExternalOperation[Transfer, Transfer, Transfer, Transfer,
     def __init__(self) -> None:
         self.script: dict[str, list[Answer]] = {}
         self.asked: Counter[str] = Counter()
+        #: what the scan finds, and the operator verdicts the domain recorded
+        self.stranded: list[StrandedAttempt] = []
+        self.verdicts: dict[str, bool] = {}
 
     async def resolve(
         self, request: Transfer, scope: Scope, conn: Any
@@ -149,6 +153,18 @@ class ScriptedTransfer(ExternalOperation[Transfer, Transfer, Transfer, Transfer,
             raise answer
         return answer
 
+    async def stranded_attempts(self, conn: Any, older_than_s: float) -> list[StrandedAttempt]:
+        await conn.execute(text("SELECT 1"))
+        return list(self.stranded)
+
+    async def settle_by_operator(
+        self, attempt_id: str, conn: Any, *, applied: bool
+    ) -> OperationOutcome | None:
+        self.verdicts[attempt_id] = applied
+        if applied:
+            return Succeeded(result={"amount": 0})
+        return None  # the reconciler's generic TerminalFailure
+
 
 @pytest.fixture
 def transfer() -> ScriptedTransfer:
@@ -175,5 +191,8 @@ async def settings(
         amqp=AmqpSettings(
             url=amqp_url, prefix=topology.prefix, delivery_limit=topology.delivery_limit
         ),
-        reconciler=ReconcilerGroup(poll_s=0.1, base_backoff_s=0.1, max_backoff_s=0.4),
+        # the DLQ archive is tested on its own (test_dead_letters); here the DLQs stay readable
+        reconciler=ReconcilerGroup(
+            poll_s=0.1, base_backoff_s=0.1, max_backoff_s=0.4, archive_dead_letters=False
+        ),
     )

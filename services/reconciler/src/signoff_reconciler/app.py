@@ -1,5 +1,6 @@
-"""The reconciler process: ``/healthz`` and ``/metrics``, the request consumer, the check loop and
-the outbox relay, all run by ``Runtime.running`` inside the app's lifespan."""
+"""The reconciler process: ``/healthz`` and ``/metrics``, the request consumer, the check loop
+(with its stranded-attempt scan), the dead-letter archive consumers and the outbox relay, all run
+by ``Runtime.running`` inside the app's lifespan."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations, load_operations
 from signoff_runtime.service import Runtime
 
-from signoff_reconciler import handlers, tables
+from signoff_reconciler import dead_letters, handlers, tables
 from signoff_reconciler.checks import Checker
 from signoff_reconciler.providers import Providers
 from signoff_reconciler.settings import ReconcilerSettings
@@ -36,6 +37,8 @@ def create_app(settings: ReconcilerSettings, operations: Operations | None = Non
         settings=group,
     )
     handlers.register(runtime, ops, checker, prefetch=group.prefetch)
+    if group.archive_dead_letters:
+        dead_letters.register(runtime, prefetch=group.dead_letter_prefetch)
     relay = OutboxRelay(
         runtime.engine,
         tables.outbox,

@@ -4,12 +4,18 @@ Each pass leases a bounded batch of due checks in one short transaction, then ch
 one, each in its own transaction holding the check row: ``op.reconcile`` asks the provider (with
 the attempt's own key — it never repeats the effect) and either concludes, in which case the
 outcome goes to the outbox with the check marked resolved, or cannot conclude yet, in which case
-the check is due again after an exponential, capped back-off.
+the check is due again after an exponential, capped back-off. Every check, conclusive or not, is
+recorded for the proposal's status page (``ReconciliationChecked``).
 
 A failed check (the provider is down, the operation raised) is rescheduled like an inconclusive
-one. A commit that fails in doubt needs no special care: the conditional writes of
-``repository`` match nothing if it did land, and if it did not, the check is due again when its
-lease runs out.
+one. A check still inconclusive ``give_up_after_s`` after it opened ends ``TerminalFailure`` with
+a correlation id and counts in ``signoff_reconciler_gave_up_total`` — an operator's alert. A
+commit that fails in doubt needs no special care: the conditional writes of ``repository`` match
+nothing if it did land, and if it did not, the check is due again when its lease runs out.
+
+Every ``scan_interval_s`` the loop also asks each external operation for *stranded* attempts
+(pending or unknown well past their lease: an executor died between recording the attempt and
+recording its answer, and no ``ReconciliationRequired`` came) and opens a check for each.
 """
 
 from __future__ import annotations
@@ -19,23 +25,22 @@ import contextlib
 import os
 import secrets
 import socket
+import time
+from collections.abc import Awaitable, Callable
 
 import structlog
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import ExternalOperation
-from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome
-from signoff_contracts.v1 import OutcomeReported
-from signoff_runtime.outbox import enqueue
+from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, TerminalFailure
 from signoff_runtime.registry import Operations, UnknownOperation
-from signoff_runtime.topology import ROUTING_KEYS, Topology
+from signoff_runtime.topology import Topology
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff_reconciler import metrics, repository
+from signoff_reconciler import metrics, reports, repository
 from signoff_reconciler.domain import backoff_s
 from signoff_reconciler.providers import Providers
 from signoff_reconciler.repository import Check
 from signoff_reconciler.settings import ReconcilerGroup
-from signoff_reconciler.tables import outbox
 
 log = structlog.get_logger(__name__)
 
@@ -63,8 +68,13 @@ class Checker:
         self._wake.set()
 
     async def run(self) -> None:
+        next_scan = time.monotonic()
         while True:
             checked = await self.pass_once()
+            if time.monotonic() >= next_scan:
+                next_scan = time.monotonic() + self._settings.scan_interval_s
+                await self._guarded(self.scan_once)
+            await self._guarded(self.observe)
             if checked < self._settings.batch:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self._settings.poll_s)
@@ -80,6 +90,41 @@ class Checker:
             await self._check(check)
         return len(due)
 
+    async def scan_once(self) -> int:
+        """Open a check for every stranded attempt the operations report; how many were new."""
+        opened = 0
+        for op in self._operations:
+            if not isinstance(op, ExternalOperation):
+                continue
+            async with self._engine.begin() as conn:
+                stranded = await op.stranded_attempts(conn, self._settings.stranded_after_s)
+                for attempt in stranded:
+                    if await repository.open_stranded(conn, op.kind, op.version, attempt):
+                        opened += 1
+                        metrics.STRANDED.labels(op.kind).inc()
+                        log.warning(
+                            "reconciliation.stranded_attempt",
+                            attempt_id=attempt.attempt_id,
+                            proposal_id=attempt.proposal_id,
+                            kind=op.kind,
+                        )
+        if opened:
+            self.wake()
+        return opened
+
+    async def observe(self) -> None:
+        """Refresh the open-checks gauges (the alert on checks nobody concludes)."""
+        async with self._engine.connect() as conn:
+            count, oldest = await repository.open_summary(conn)
+        metrics.OPEN_CHECKS.set(count)
+        metrics.OLDEST_OPEN_CHECK.set(oldest)
+
+    async def _guarded(self, step: Callable[[], Awaitable[object]]) -> None:
+        try:
+            await step()
+        except Exception as exc:  # a scan or gauge failing must not stop the checks
+            log.warning("reconciliation.loop_step_failed", error=repr(exc))
+
     async def _check(self, check: Check) -> None:
         with structlog.contextvars.bound_contextvars(
             proposal_id=check.proposal_id, attempt_id=check.attempt_id, kind=check.operation_kind
@@ -89,7 +134,7 @@ class Checker:
             except Exception as exc:
                 log.warning("reconciliation.check_failed", error=repr(exc))
                 metrics.CHECKS.labels(check.operation_kind, "error").inc()
-                await self._reschedule(check, {"result": "error", "error": type(exc).__name__})
+                await self._inconclusive(check, "error", type(exc).__name__)
                 return
             metrics.CHECKS.labels(check.operation_kind, result).inc()
 
@@ -97,51 +142,78 @@ class Checker:
         try:
             op = self._operations.get(check.operation_kind, check.contract_version)
         except UnknownOperation:
-            await self._reschedule(check, {"result": "unsupported_version"}, at_cap=True)
+            await self._inconclusive(check, "unsupported", "unsupported_version", at_cap=True)
             return "unsupported"
         assert isinstance(op, ExternalOperation)
         provider = self._providers.for_operation(op)
         async with self._engine.begin() as conn:
-            if await repository.lock_leased(conn, check.id, self.owner) is None:
+            locked = await repository.lock_leased(conn, check.id, self.owner)
+            if locked is None:
                 return "lost_lease"
-            outcome = await op.reconcile(check.attempt_id, conn, provider)
-            if outcome is None or isinstance(outcome, NeedsReconciliation):
-                await repository.reschedule(
-                    conn, check.id, self.owner, self._delay(check), {"result": "pending"}
-                )
-                return "pending"
-            await self._report(conn, check, outcome)
-        metrics.OUTCOMES.labels(outcome.type).inc()
-        log.info("reconciliation.resolved", outcome=outcome.type, checks=check.checks + 1)
-        return "resolved"
+            outcome = await op.reconcile(locked.attempt_id, conn, provider)
+            if outcome is not None and not isinstance(outcome, NeedsReconciliation):
+                await self._conclude(conn, locked, outcome)
+                log.info("reconciliation.resolved", outcome=outcome.type, checks=locked.checks + 1)
+                return "resolved"
+            if locked.age_s >= self._settings.give_up_after_s:
+                await self._give_up(conn, locked, "no answer")
+                return "gave_up"
+            next_at = await repository.reschedule(
+                conn, locked.id, self.owner, self._delay(locked), {"result": "pending"}
+            )
+            await reports.checked(conn, self._topology, locked, "pending", next_check_at=next_at)
+        return "pending"
 
-    async def _report(self, conn: AsyncConnection, check: Check, outcome: OperationOutcome) -> None:
-        message = OutcomeReported(
-            message_id=new_id("msg"),
-            source="reconciler",
-            correlation_id=check.proposal_id,
-            causation_id=check.required_message_id,
-            proposal_id=check.proposal_id,
-            contract_id=check.contract_id,
-            operation_kind=check.operation_kind,
-            outcome=outcome,
-            reported_by="reconciler",
-        )
-        await repository.resolve(conn, check.id, self.owner, outcome, message.message_id)
-        await enqueue(
-            conn,
-            outbox,
-            message,
-            exchange=self._topology.name("outcomes"),
-            routing_key=ROUTING_KEYS["proposals.outcomes"],
-        )
-
-    async def _reschedule(
-        self, check: Check, result: dict[str, str], *, at_cap: bool = False
+    async def _conclude(
+        self, conn: AsyncConnection, check: Check, outcome: OperationOutcome
     ) -> None:
-        delay = self._settings.max_backoff_s if at_cap else self._delay(check)
+        message_id = await reports.outcome(conn, self._topology, check, outcome)
+        await repository.resolve(conn, check.id, self.owner, outcome, message_id)
+        await reports.checked(conn, self._topology, check, reports.result_of(outcome))
+        metrics.OUTCOMES.labels(outcome.type).inc()
+        if message_id is None:
+            metrics.WITHHELD.inc()
+            log.warning("reconciliation.outcome_withheld", why="contract not known yet")
+
+    async def _give_up(self, conn: AsyncConnection, check: Check, why: str) -> None:
+        """The window passed without an answer: fail the proposal, alert an operator."""
+        failure = TerminalFailure(correlation_id=new_id("cor"))
+        message_id = await reports.outcome(conn, self._topology, check, failure)
+        await repository.resolve(
+            conn, check.id, self.owner, failure, message_id, status="gave_up", result="gave_up"
+        )
+        detail = (
+            f"gave up after {int(check.age_s)}s ({why}); correlation_id={failure.correlation_id}"
+        )
+        await reports.checked(conn, self._topology, check, "error", detail=detail)
+        metrics.GAVE_UP.labels(check.operation_kind).inc()
+        metrics.OUTCOMES.labels(failure.type).inc()
+        log.error(
+            "reconciliation.gave_up",
+            correlation_id=failure.correlation_id,
+            age_s=round(check.age_s),
+            checks=check.checks + 1,
+            why=why,
+        )
+
+    async def _inconclusive(
+        self, check: Check, result: str, detail: str, *, at_cap: bool = False
+    ) -> None:
+        """A check that failed (its transaction rolled back): record it and ask again later."""
         async with self._engine.begin() as conn:
-            await repository.reschedule(conn, check.id, self.owner, delay, result)
+            locked = await repository.lock_leased(conn, check.id, self.owner)
+            if locked is None:
+                return
+            if locked.age_s >= self._settings.give_up_after_s:
+                await self._give_up(conn, locked, detail)
+                return
+            delay = self._settings.max_backoff_s if at_cap else self._delay(locked)
+            next_at = await repository.reschedule(
+                conn, locked.id, self.owner, delay, {"result": result, "error": detail}
+            )
+            await reports.checked(
+                conn, self._topology, locked, "error", detail=detail, next_check_at=next_at
+            )
 
     def _delay(self, check: Check) -> float:
         return backoff_s(

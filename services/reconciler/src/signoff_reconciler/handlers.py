@@ -14,22 +14,29 @@ from faststream import AckPolicy
 from faststream.message import StreamMessage
 from faststream.rabbit import Channel
 from faststream.rabbit.annotations import RabbitMessage
+from signoff_contracts.outcomes import outcome_adapter
 from signoff_contracts.v1 import ReconciliationRequired
 from signoff_runtime.consumer import PermanentError, settle
 from signoff_runtime.inbox import first_delivery
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.service import Runtime
-from sqlalchemy.ext.asyncio import AsyncEngine
+from signoff_runtime.topology import Topology
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff_reconciler import metrics, repository
+from signoff_reconciler import metrics, reports, repository
 from signoff_reconciler.checks import Checker
 from signoff_reconciler.tables import inbox
 
 QUEUE = "reconciler.required"
 
 
-async def record(engine: AsyncEngine, operations: Operations, body: bytes) -> bool:
-    """Open a check for the request; ``False`` if it was seen before."""
+async def record(
+    engine: AsyncEngine, operations: Operations, body: bytes, topology: Topology | None = None
+) -> bool:
+    """Open a check for the request; ``False`` if it was seen before.
+
+    A check the stranded scan opened first learns its contract here; if it concluded already,
+    its withheld outcome is reported now (``topology`` names the exchange)."""
     message = ReconciliationRequired.model_validate_json(body)
     try:
         operations.get(message.operation_kind, message.contract_version)
@@ -41,8 +48,25 @@ async def record(engine: AsyncEngine, operations: Operations, body: bytes) -> bo
         fresh = await first_delivery(conn, inbox, message.message_id)
         if fresh:
             fresh = await repository.record(conn, message)
+            if not fresh and topology is not None:
+                await _report_withheld(conn, topology, message)
     metrics.REQUESTS.labels("recorded" if fresh else "duplicate").inc()
     return fresh
+
+
+async def _report_withheld(
+    conn: AsyncConnection, topology: Topology, message: ReconciliationRequired
+) -> None:
+    filled = await repository.fill_contract(conn, message)
+    if filled is None or filled.outcome is None or filled.status == "open":
+        return
+    check = repository.Check(
+        **{name: getattr(filled, name) for name in repository.Check.__dataclass_fields__}
+    )
+    outcome = outcome_adapter.validate_python(filled.outcome)
+    message_id = await reports.outcome(conn, topology, check, outcome)
+    assert message_id is not None
+    await repository.set_outcome_message(conn, check.id, message_id)
 
 
 async def _raw(msg: StreamMessage[Any]) -> bytes:
@@ -53,7 +77,7 @@ def register(runtime: Runtime, operations: Operations, checker: Checker, *, pref
     broker, topology, engine = runtime.broker, runtime.topology, runtime.engine
 
     async def work(body: bytes) -> None:
-        if await record(engine, operations, body):
+        if await record(engine, operations, body, topology):
             checker.wake()
 
     @broker.subscriber(

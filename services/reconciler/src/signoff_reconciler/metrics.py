@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 CHECKS = Counter(
     "signoff_reconciler_checks_total",
@@ -18,4 +18,36 @@ REQUESTS = Counter(
     "signoff_reconciler_requests_total",
     "ReconciliationRequired messages, by result (recorded / duplicate).",
     ["result"],
+)
+GAVE_UP = Counter(
+    "signoff_reconciler_gave_up_total",
+    "Checks that stayed inconclusive past SIGNOFF_RECONCILER__GIVE_UP_AFTER_S and ended failed "
+    "(alert on any increase: an operator must look, by the correlation id in the logs).",
+    ["kind"],
+)
+OPEN_CHECKS = Gauge(
+    "signoff_reconciler_open_checks", "Checks of uncertain attempts not concluded yet."
+)
+OLDEST_OPEN_CHECK = Gauge(
+    "signoff_reconciler_oldest_open_check_age_seconds",
+    "Age of the oldest open check (0 when none), by the database clock.",
+)
+STRANDED = Counter(
+    "signoff_reconciler_stranded_found_total",
+    "Attempts the scan found stranded (no ReconciliationRequired had opened a check).",
+    ["kind"],
+)
+WITHHELD = Counter(
+    "signoff_reconciler_outcomes_withheld_total",
+    "Outcomes concluded for a check whose contract is not known yet (found by the scan).",
+)
+OPERATOR_RESOLUTIONS = Counter(
+    "signoff_reconciler_operator_resolutions_total",
+    "Checks resolved by an operator (signoff reconcile --resolve), by verdict.",
+    ["verdict"],
+)
+DEAD_LETTERS = Counter(
+    "signoff_reconciler_dead_letters_archived_total",
+    "Dead letters archived into reconciler.dead_letters, by queue and reason.",
+    ["queue", "reason"],
 )

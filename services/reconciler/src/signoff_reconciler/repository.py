@@ -2,15 +2,18 @@
 
 Every write after the lease is conditional on ``status = 'open' AND lease_owner = :owner``: a
 reconciler whose commit failed in doubt, or whose lease ran out, cannot overwrite a check someone
-else resolved — the conditional update simply matches nothing.
+else resolved — the conditional update simply matches nothing. An operator's resolution is
+conditional on the check not being resolved, and holds the row lock while it runs.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from signoff_contracts.operations import StrandedAttempt
 from signoff_contracts.outcomes import OperationOutcome
 from signoff_contracts.v1 import ReconciliationRequired
 from sqlalchemy import text
@@ -22,16 +25,18 @@ class Check:
     id: int
     attempt_id: str
     proposal_id: str
-    contract_id: str
+    contract_id: str | None
     operation_kind: str
     contract_version: int
-    required_message_id: str
+    required_message_id: str | None
     checks: int
+    #: seconds since the check opened, by the database clock
+    age_s: float = 0.0
 
 
 _COLUMNS = (
     "id, attempt_id, proposal_id, contract_id, operation_kind, contract_version, "
-    "required_message_id, checks"
+    "required_message_id, checks, extract(epoch FROM now() - created_at)::float8 AS age_s"
 )
 
 
@@ -56,6 +61,45 @@ async def record(conn: AsyncConnection, message: ReconciliationRequired) -> bool
             "kind": message.operation_kind,
             "ver": message.contract_version,
             "mid": message.message_id,
+        },
+    )
+    return row.first() is not None
+
+
+async def fill_contract(conn: AsyncConnection, message: ReconciliationRequired) -> Any:
+    """Name the contract of a check the scan opened without one; the row (with ``status`` and
+    ``outcome``) if this filled it in, else ``None``."""
+    return (
+        await conn.execute(
+            text(
+                "UPDATE reconciler.checks SET contract_id = :cid, "  # noqa: S608 - constant columns
+                "required_message_id = :mid "
+                "WHERE attempt_id = :aid AND contract_id IS NULL "
+                f"RETURNING {_COLUMNS}, status, outcome"
+            ),
+            {"aid": message.attempt_id, "cid": message.contract_id, "mid": message.message_id},
+        )
+    ).first()
+
+
+async def open_stranded(
+    conn: AsyncConnection, kind: str, version: int, attempt: StrandedAttempt
+) -> bool:
+    """Open a check for an attempt the scan found; ``False`` if it has one already."""
+    row = await conn.execute(
+        text(
+            "INSERT INTO reconciler.checks (attempt_id, proposal_id, contract_id, "
+            "organization_id, operation_kind, contract_version, found_by) "
+            "VALUES (:aid, :pid, :cid, :org, :kind, :ver, 'scan') "
+            "ON CONFLICT (attempt_id) DO NOTHING RETURNING 1"
+        ),
+        {
+            "aid": attempt.attempt_id,
+            "pid": attempt.proposal_id,
+            "cid": attempt.contract_id,
+            "org": attempt.organization_id,
+            "kind": kind,
+            "ver": version,
         },
     )
     return row.first() is not None
@@ -91,21 +135,30 @@ async def lock_leased(conn: AsyncConnection, check_id: int, owner: str) -> Check
 
 
 async def resolve(
-    conn: AsyncConnection, check_id: int, owner: str, outcome: OperationOutcome, message_id: str
+    conn: AsyncConnection,
+    check_id: int,
+    owner: str,
+    outcome: OperationOutcome,
+    message_id: str | None,
+    *,
+    status: str = "resolved",
+    result: str = "resolved",
 ) -> None:
+    """Conclude a leased check (``gave_up`` when the window passed without an answer)."""
     await conn.execute(
         text(
-            "UPDATE reconciler.checks SET status = 'resolved', checks = checks + 1, "
+            "UPDATE reconciler.checks SET status = :status, checks = checks + 1, "
             "last_checked_at = now(), resolved_at = now(), outcome = CAST(:outcome AS jsonb), "
             "last_result = CAST(:result AS jsonb), outcome_message_id = :mid, "
-            "lease_owner = NULL, lease_until = NULL "
+            "resolved_by = 'reconciler', lease_owner = NULL, lease_until = NULL "
             "WHERE id = :id AND status = 'open' AND lease_owner = :owner"
         ),
         {
             "id": check_id,
             "owner": owner,
+            "status": status,
             "outcome": json.dumps(outcome.model_dump(mode="json")),
-            "result": json.dumps({"result": "resolved", "outcome": outcome.type}),
+            "result": json.dumps({"result": result, "outcome": outcome.type}),
             "mid": message_id,
         },
     )
@@ -113,13 +166,37 @@ async def resolve(
 
 async def reschedule(
     conn: AsyncConnection, check_id: int, owner: str, delay_s: float, result: dict[str, Any]
-) -> None:
+) -> datetime | None:
+    """Count an inconclusive check and set the next one; the new ``next_check_at``."""
+    return (
+        await conn.execute(
+            text(
+                "UPDATE reconciler.checks SET checks = checks + 1, last_checked_at = now(), "
+                "next_check_at = now() + make_interval(secs => :delay), "
+                "last_result = CAST(:result AS jsonb), lease_owner = NULL, lease_until = NULL "
+                "WHERE id = :id AND status = 'open' AND lease_owner = :owner "
+                "RETURNING next_check_at"
+            ),
+            {"id": check_id, "owner": owner, "delay": delay_s, "result": json.dumps(result)},
+        )
+    ).scalar_one_or_none()
+
+
+async def set_outcome_message(conn: AsyncConnection, check_id: int, message_id: str) -> None:
     await conn.execute(
-        text(
-            "UPDATE reconciler.checks SET checks = checks + 1, last_checked_at = now(), "
-            "next_check_at = now() + make_interval(secs => :delay), "
-            "last_result = CAST(:result AS jsonb), lease_owner = NULL, lease_until = NULL "
-            "WHERE id = :id AND status = 'open' AND lease_owner = :owner"
-        ),
-        {"id": check_id, "owner": owner, "delay": delay_s, "result": json.dumps(result)},
+        text("UPDATE reconciler.checks SET outcome_message_id = :mid WHERE id = :id"),
+        {"id": check_id, "mid": message_id},
     )
+
+
+async def open_summary(conn: AsyncConnection) -> tuple[int, float]:
+    """How many checks are open, and the age in seconds of the oldest (0 when none)."""
+    row = (
+        await conn.execute(
+            text(
+                "SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 "
+                "FROM reconciler.checks WHERE status = 'open'"
+            )
+        )
+    ).one()
+    return int(row[0]), float(row[1])

@@ -20,6 +20,18 @@ class ReconcilerGroup(BaseModel):
     max_backoff_s: float = Field(default=300.0, gt=0)
     #: a leased check is due again after this long if its reconciler died mid-check
     lease_s: float = Field(default=120.0, gt=0)
+    #: a check still inconclusive this long after it opened ends ``failed`` with a correlation
+    #: id and raises the operator alert (``signoff_reconciler_gave_up_total``)
+    give_up_after_s: float = Field(default=86_400.0, gt=0)
+    #: how often each reconciler asks the operations for stranded attempts, and how long past
+    #: an attempt's lease (and client timeout) it must be before it counts as stranded
+    scan_interval_s: float = Field(default=30.0, gt=0)
+    stranded_after_s: float = Field(default=60.0, ge=0)
+    #: archive every ``<queue>.dlq`` into ``reconciler.dead_letters`` (``signoff dlq …``)
+    archive_dead_letters: bool = True
+    dead_letter_prefetch: int = Field(default=16, ge=1, le=256)
+    #: how long ``signoff reconcile ID`` waits for the check it asked for
+    check_now_wait_s: float = Field(default=30.0, gt=0)
 
 
 class ReconcilerSettings(ServiceSettings):

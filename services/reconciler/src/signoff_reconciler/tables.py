@@ -1,4 +1,5 @@
-"""The reconciler's tables (schema ``reconciler``): one check per uncertain attempt, inbox, outbox.
+"""The reconciler's tables (schema ``reconciler``): one check per uncertain attempt, the dead-letter
+archive, inbox, outbox.
 
 A ``checks`` row is keyed by the domain's ``attempt_id`` (unique), so however often the same
 ``ReconciliationRequired`` arrives there is one check. ``lease_owner``/``lease_until`` let any
@@ -18,6 +19,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     Table,
     Text,
@@ -35,11 +37,11 @@ checks = Table(
     Column("id", BigInteger, Identity(), primary_key=True),
     Column("attempt_id", Text, nullable=False, unique=True),
     Column("proposal_id", Text, nullable=False),
-    Column("contract_id", Text, nullable=False),
+    Column("contract_id", Text),  # unknown for a check the stranded scan opened
     Column("organization_id", Text, nullable=False),
     Column("operation_kind", Text, nullable=False),
     Column("contract_version", Integer, nullable=False),
-    Column("required_message_id", Text, nullable=False),
+    Column("required_message_id", Text),
     Column("status", Text, nullable=False, server_default=text("'open'")),
     Column("next_check_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("checks", Integer, nullable=False, server_default=text("0")),
@@ -51,9 +53,46 @@ checks = Table(
     Column("lease_until", DateTime(timezone=True)),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("resolved_at", DateTime(timezone=True)),
-    CheckConstraint("status IN ('open', 'resolved')", name="ck_checks_status"),
+    #: ``request`` (a ReconciliationRequired) or ``scan`` (found stranded)
+    Column("found_by", Text, nullable=False, server_default=text("'request'")),
+    #: ``reconciler`` or ``operator``; an operator's name and note when one resolved it
+    Column("resolved_by", Text),
+    Column("operator", Text),
+    Column("note", Text),
+    CheckConstraint("status IN ('open', 'resolved', 'gave_up')", name="ck_checks_status"),
     Index("ix_checks_due", "next_check_at", postgresql_where=text("status = 'open'")),
     Index("ix_checks_proposal_id", "proposal_id"),
+)
+
+#: every dead letter of every queue, archived by the reconciler (``signoff dlq list|replay``);
+#: a replay is recorded here — who, when — and a row is never replayed twice
+dead_letters = Table(
+    "dead_letters",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("queue", Text, nullable=False),  # the topology key, e.g. ``executor.contracts``
+    Column("reason", Text, nullable=False),
+    Column("detail", Text),
+    Column("deliveries", Integer),  # how often it was delivered before, when known
+    Column("message_id", Text),
+    Column("message_type", Text),
+    Column("correlation_id", Text),
+    Column("content_type", Text),
+    Column("body", LargeBinary, nullable=False),
+    Column("headers", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("dead_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("replayed_at", DateTime(timezone=True)),
+    Column("replayed_by", Text),
+    Column("replay_note", Text),
+    # at-least-once dead-lettering may bring the same letter twice: archive it once
+    Index(
+        "ux_dead_letters_unreplayed",
+        "queue",
+        "message_id",
+        unique=True,
+        postgresql_where=text("replayed_at IS NULL"),
+    ),
+    Index("ix_dead_letters_queue", "queue", "id"),
 )
 
 inbox = inbox_table(metadata, SCHEMA)

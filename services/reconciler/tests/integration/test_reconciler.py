@@ -77,7 +77,10 @@ async def reported(engine: AsyncEngine, proposal_id: str) -> list[OutcomeReporte
     async with engine.connect() as conn:
         rows = (
             await conn.execute(
-                text("SELECT body FROM reconciler.outbox WHERE correlation_id = :p"),
+                text(
+                    "SELECT body FROM reconciler.outbox WHERE correlation_id = :p "
+                    "AND message_type = 'execution.outcome'"
+                ),
                 {"p": proposal_id},
             )
         ).all()

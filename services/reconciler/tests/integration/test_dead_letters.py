@@ -1,0 +1,195 @@
+"""The dead-letter archive against real RabbitMQ and PostgreSQL: every letter archived once with
+its reason — the consumer's or RabbitMQ's own (at-least-once dead-lettering at the delivery
+limit) — and replayed to its queue only, once, recorded."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aio_pika
+import pytest
+from fastapi import FastAPI
+from signoff_contracts.ids import new_id
+from signoff_reconciler import dead_letters
+from signoff_reconciler.app import create_app
+from signoff_reconciler.dead_letters import ReplayRefused
+from signoff_reconciler.settings import ReconcilerSettings
+from signoff_runtime.registry import Operations
+from signoff_runtime.testing import wait_until
+from signoff_runtime.topology import ROUTING_KEYS, Topology
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+pytestmark = pytest.mark.integration
+
+
+@asynccontextmanager
+async def archiving(settings: ReconcilerSettings, operations: Operations) -> AsyncIterator[FastAPI]:
+    group = settings.reconciler.model_copy(update={"archive_dead_letters": True})
+    app = create_app(settings.model_copy(update={"reconciler": group}), operations)
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+async def publish(
+    amqp_url: str, exchange: str, routing_key: str, body: bytes, **props: Any
+) -> None:
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        channel = await connection.channel(publisher_confirms=True)
+        target = await channel.get_exchange(exchange, ensure=False)
+        await target.publish(
+            aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT, **props),
+            routing_key=routing_key,
+            mandatory=True,
+        )
+
+
+async def refuse_until_dead_lettered(amqp_url: str, queue: str, limit: int) -> int:
+    """A consumer that fails every delivery (nack + requeue) until the message is gone; how
+    often it was delivered (RabbitMQ 3.10 counts each nack toward ``x-delivery-limit``)."""
+    deliveries = 0
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        source = await channel.get_queue(queue, ensure=False)
+
+        async def refused() -> bool:
+            nonlocal deliveries
+            message = await source.get(fail=False)
+            if message is None:
+                return deliveries > limit
+            deliveries += 1
+            await message.nack(requeue=True)
+            return False
+
+        await wait_until(refused, what="the broker to dead-letter it")
+    return deliveries
+
+
+async def archived(engine: AsyncEngine, queue: str, message_id: str) -> list[Any]:
+    return [
+        letter
+        for letter in await dead_letters.listing(engine, queue=queue, replayed=True, limit=1000)
+        if letter.message_id == message_id
+    ]
+
+
+async def test_letters_are_archived_once_with_the_consumers_or_the_brokers_reason(
+    engine: AsyncEngine,
+    amqp_url: str,
+    topology: Topology,
+    settings: ReconcilerSettings,
+    operations: Operations,
+) -> None:
+    garbage_id, refused_id = new_id("msg"), new_id("msg")
+    async with archiving(settings, operations):
+        await publish(
+            amqp_url,
+            topology.name("outcomes"),
+            ROUTING_KEYS["reconciler.required"],
+            b"not json",
+            message_id=garbage_id,
+        )
+        await publish(
+            amqp_url,
+            topology.name("outcomes"),
+            ROUTING_KEYS["proposals.outcomes"],  # nobody consumes it here but the test
+            b'{"hello": 1}',
+            message_id=refused_id,
+            correlation_id="prp_x",
+            type="execution.outcome",
+            content_type="application/json",
+        )
+        deliveries = await refuse_until_dead_lettered(
+            amqp_url, topology.name("proposals.outcomes"), topology.delivery_limit
+        )
+        [garbage] = await wait_until(
+            lambda: archived(engine, "reconciler.required", garbage_id), what="the garbage"
+        )
+        [refused] = await wait_until(
+            lambda: archived(engine, "proposals.outcomes", refused_id), what="the refused one"
+        )
+        # at-least-once dead-lettering may repeat a letter: it is archived once
+        copy = aio_pika.Message(b'{"hello": 1}', message_id=refused_id)
+        connection = await aio_pika.connect(amqp_url)
+        async with connection:
+            channel = await connection.channel(publisher_confirms=True)
+            dlx = await channel.get_exchange(topology.name("dlx"), ensure=False)
+            await dlx.publish(copy, routing_key=topology.name("proposals.outcomes"))
+        await wait_until(
+            lambda: _dlq_empty(amqp_url, topology.dlq("proposals.outcomes")), what="drained"
+        )
+
+    assert (garbage.reason, garbage.deliveries, garbage.body) == ("invalid_message", 1, b"not json")
+    assert deliveries == topology.delivery_limit + 1
+    assert (refused.reason, refused.deliveries) == ("delivery_limit", deliveries)
+    assert (refused.correlation_id, refused.message_type) == ("prp_x", "execution.outcome")
+    assert refused.headers["x-first-death-queue"] == topology.name("proposals.outcomes")
+    assert len(await archived(engine, "proposals.outcomes", refused_id)) == 1
+
+
+async def _dlq_empty(amqp_url: str, queue: str) -> bool:
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        declared = await channel.declare_queue(queue, passive=True)
+        return declared.declaration_result.message_count == 0
+
+
+async def test_a_letter_is_replayed_to_its_own_queue_once_and_recorded(
+    engine: AsyncEngine,
+    amqp_url: str,
+    topology: Topology,
+    settings: ReconcilerSettings,
+    operations: Operations,
+) -> None:
+    message_id = new_id("msg")
+    async with archiving(settings, operations):
+        await publish(
+            amqp_url,
+            topology.name("dlx"),
+            topology.name("proposals.outcomes"),
+            b'{"fixed": true}',
+            message_id=message_id,
+            type="execution.outcome",
+            headers={"x-signoff-reason": "unknown_proposal", "x-signoff-deliveries": 1},
+        )
+        [letter] = await wait_until(
+            lambda: archived(engine, "proposals.outcomes", message_id), what="archived"
+        )
+
+    replayed = await dead_letters.replay(
+        engine, amqp_url, topology, letter.id, operator="alice", note="proposal restored"
+    )
+    with pytest.raises(ReplayRefused, match="already_replayed"):
+        await dead_letters.replay(engine, amqp_url, topology, letter.id, operator="bob")
+    with pytest.raises(ReplayRefused, match="not_found"):
+        await dead_letters.replay(engine, amqp_url, topology, 10**12, operator="bob")
+
+    assert (replayed.replayed_by, replayed.replay_note) == ("alice", "proposal restored")
+    assert replayed.replayed_at is not None
+    assert [x.id for x in await dead_letters.listing(engine, queue="proposals.outcomes")].count(
+        letter.id
+    ) == 0  # the default listing shows letters still waiting for a replay
+    back = await _take_all(amqp_url, topology.name("proposals.outcomes"))
+    assert [(m.body, m.message_id, m.type) for m in back] == [
+        (b'{"fixed": true}', message_id, "execution.outcome")
+    ]
+    headers = {k: v for k, v in back[0].headers.items() if k != "x-delivery-count"}
+    assert headers == {"x-signoff-replay-of": letter.id}  # the old reason does not travel on
+    assert back[0].delivery_mode == aio_pika.DeliveryMode.PERSISTENT
+    other = await _take_all(amqp_url, topology.name("reconciler.required"))
+    assert other == []  # same exchange, other binding: not fanned out
+
+
+async def _take_all(amqp_url: str, queue: str) -> list[Any]:
+    taken = []
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        source = await channel.get_queue(queue, ensure=False)
+        while (message := await source.get(no_ack=True, fail=False)) is not None:
+            taken.append(message)
+    return taken
