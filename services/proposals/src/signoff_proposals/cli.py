@@ -1,19 +1,23 @@
 """``signoff proposals …``: operator commands reading the proposals schema directly.
 
 ``show ID`` prints a proposal's status and its audit trail (oldest first), or ``--json`` for
-machines. It reads the database named by the usual settings (``SIGNOFF_DB__URL``).
+machines. ``stuck`` lists proposals executing or needing reconciliation, oldest claim first, with
+their age and the last reconciliation check. They read the database named by the usual settings
+(``SIGNOFF_DB__URL``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import typer
 from signoff_contracts.v1 import AuditEntry, ProposalView
 from signoff_runtime.db import create_engine
 from sqlalchemy.exc import DBAPIError
 
+from signoff_proposals import reconciliation
 from signoff_proposals import repository as repo
 from signoff_proposals.settings import ProposalsSettings
 
@@ -68,6 +72,48 @@ def show(
             f"{entry.at.isoformat()}  {entry.actor:<24} {entry.action:<20} {move:<32} "
             f"{detail}".rstrip()
         )
+
+
+@app.command()
+def stuck(
+    limit: int = typer.Option(50, "--limit", min=1, max=1000),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
+) -> None:
+    """Proposals executing or needing reconciliation, oldest first, with their last check."""
+    try:
+        rows = asyncio.run(_stuck(ProposalsSettings(), limit))
+    except (DBAPIError, OSError) as exc:
+        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        typer.echo(f"cannot read the proposals database: {reason}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    for row in rows:
+        last = (
+            f"check {row['check_number']} {row['result']} at {row['checked_at'].isoformat()}"
+            if row["check_number"] is not None
+            else "no check yet"
+        )
+        typer.echo(
+            f"{row['id']}  {row['status']:<21} age={_age(row['age_s']):>8}  "
+            f"{row['operation_kind']}  org={row['organization_id']}  {last}"
+        )
+
+
+def _age(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+async def _stuck(settings: ProposalsSettings, limit: int) -> list[dict[str, Any]]:
+    engine = create_engine(settings.db, application_name="signoff-cli")
+    try:
+        async with engine.connect() as conn:
+            return await reconciliation.stuck(conn, limit)
+    finally:
+        await engine.dispose()
 
 
 async def _load(

@@ -6,7 +6,8 @@ being dropped by FastStream's default policy. Request-reply answers are publishe
 commit and before the ack (``no_reply=True`` turns FastStream's own reply off): a delivery that
 is retried sends no empty reply, and a replay is answered from what was stored. A request that
 does not parse gets a typed ``invalid`` reply if it left a reply address, else the dead-letter
-queue.
+queue; one whose handling fails for good gets a typed rejection before it is dead-lettered
+(``rejections``). Reconciliation checks are stored for the status page (``reconciliation``).
 """
 
 from __future__ import annotations
@@ -24,13 +25,23 @@ from signoff_contracts.v1 import (
     OutcomeReported,
     PausePointRequested,
     ProposalRequested,
+    ReconciliationChecked,
     approval_command_adapter,
 )
 from signoff_runtime.consumer import settle
 
-from signoff_proposals import commands, decide, domain, intake, outcomes, pause_points
+from signoff_proposals import (
+    commands,
+    decide,
+    domain,
+    intake,
+    outcomes,
+    pause_points,
+    reconciliation,
+)
 from signoff_proposals.context import Context
 from signoff_proposals.metrics import APPROVAL_COMMANDS
+from signoff_proposals.rejections import rejecting
 
 Handler = Callable[[Message], Awaitable[None]]
 
@@ -60,7 +71,7 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
             broker=broker,
             topology=topo,
             queue_key="proposals.requests",
-            work=lambda: _intake(ctx, broker, msg),
+            work=_answered(ctx, broker, msg, "proposals.requests", _intake),
         )
 
     @subscriber("proposals.approvals")
@@ -70,7 +81,7 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
             broker=broker,
             topology=topo,
             queue_key="proposals.approvals",
-            work=lambda: _command(ctx, broker, msg),
+            work=_answered(ctx, broker, msg, "proposals.approvals", _command),
         )
 
     @subscriber("proposals.pause-points")
@@ -80,7 +91,7 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
             broker=broker,
             topology=topo,
             queue_key="proposals.pause-points",
-            work=lambda: _pause_point(ctx, broker, msg),
+            work=_answered(ctx, broker, msg, "proposals.pause-points", _pause_point),
         )
 
     @subscriber("proposals.outcomes")
@@ -92,6 +103,31 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
             queue_key="proposals.outcomes",
             work=lambda: _outcome(ctx, msg),
         )
+
+    @subscriber("proposals.reconciliation")
+    async def on_reconciliation_checked(msg: RabbitMessage) -> None:
+        await settle(
+            msg,
+            broker=broker,
+            topology=topo,
+            queue_key="proposals.reconciliation",
+            work=lambda: _reconciliation_checked(ctx, msg),
+        )
+
+
+def _answered(
+    ctx: Context,
+    broker: RabbitBroker,
+    msg: Message,
+    key: str,
+    handle: Callable[[Context, RabbitBroker, Message], Awaitable[None]],
+) -> Callable[[], Awaitable[None]]:
+    """``handle`` for a request-reply queue: a final failure still gets a typed rejection."""
+
+    async def reply(answer: Envelope) -> None:
+        await _reply(ctx, broker, msg, answer)
+
+    return lambda: rejecting(msg, ctx.topology, key, lambda: handle(ctx, broker, msg), reply)
 
 
 async def _intake(ctx: Context, broker: RabbitBroker, msg: Message) -> None:
@@ -134,6 +170,10 @@ async def _command(ctx: Context, broker: RabbitBroker, msg: Message) -> None:
 
 async def _outcome(ctx: Context, msg: Message) -> None:
     await outcomes.record(ctx, OutcomeReported.model_validate_json(msg.body))
+
+
+async def _reconciliation_checked(ctx: Context, msg: Message) -> None:
+    await reconciliation.record(ctx, ReconciliationChecked.model_validate_json(msg.body))
 
 
 async def _reply(ctx: Context, broker: RabbitBroker, msg: Message, reply: Envelope) -> None:

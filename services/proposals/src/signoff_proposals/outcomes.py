@@ -4,9 +4,13 @@ Idempotent twice over: the inbox row (by ``message_id``, same transaction) drops
 report, and the conditional UPDATE only moves a proposal that is still executing (or awaiting
 reconciliation) under the reported contract — a late or repeated report for a finished proposal
 changes nothing and is only logged. The stored outcome is the one every later reader sees.
+An operator's manual resolution (``reported_by="operator"``) is audited under the operator's name
+with their note — also when it arrives too late to move anything.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import structlog
 from signoff_contracts.status import ProposalStatus
@@ -37,6 +41,14 @@ async def record(ctx: Context, msg: OutcomeReported) -> bool:
         target = domain.status_for_outcome(msg.outcome)
         sources = domain.outcome_sources(target)
         if ProposalStatus(current.status) not in sources:
+            if msg.reported_by == "operator":  # the verdict is evidence even if it moves nothing
+                await repo.write_audit(
+                    tx,
+                    msg.proposal_id,
+                    actor=_actor(msg),
+                    action="operator_outcome_ignored",
+                    detail={**_detail(msg), "status": current.status},
+                )
             return _ignored("not_in_progress", msg, current.status)
         moved = await repo.transition(
             tx,
@@ -49,19 +61,33 @@ async def record(ctx: Context, msg: OutcomeReported) -> bool:
         await repo.write_audit(
             tx,
             msg.proposal_id,
-            actor=f"system:{msg.reported_by}",
+            actor=_actor(msg),
             action="outcome",
             from_status=current.status,
             to_status=target,
-            detail={
-                "outcome": msg.outcome.type,
-                "contract_id": msg.contract_id,
-                "message_id": msg.message_id,
-            },
+            detail=_detail(msg),
         )
         await announce(ctx, tx, "outcome", moved, causation_id=msg.message_id)
     log.info("proposal.outcome", proposal_id=msg.proposal_id, status=target.value)
     return True
+
+
+def _actor(msg: OutcomeReported) -> str:
+    """``operator:<name>`` for an operator's manual resolution, else ``system:<service>``."""
+    if msg.reported_by == "operator":
+        return f"operator:{msg.operator or 'unknown'}"
+    return f"system:{msg.reported_by}"
+
+
+def _detail(msg: OutcomeReported) -> dict[str, Any]:
+    detail: dict[str, Any] = {
+        "outcome": msg.outcome.type,
+        "contract_id": msg.contract_id,
+        "message_id": msg.message_id,
+    }
+    if msg.reported_by == "operator":
+        detail.update(reported_by="operator", operator=msg.operator, note=msg.note)
+    return detail
 
 
 def _ignored(why: str, msg: OutcomeReported, status: str | None = None) -> bool:

@@ -1,4 +1,4 @@
-"""The HTTP API: list and show proposals, approve, decline, and the reconciliation placeholder.
+"""The HTTP API: list and show proposals, approve, decline, and the reconciliation status page.
 
 Approve and decline call exactly what the AMQP commands call (``decide``); this module only
 translates the typed ``ApprovalReply`` into HTTP: a 200 with the reply, or a problem document
@@ -21,6 +21,7 @@ from signoff_runtime.problems import Problem
 from signoff_runtime.tokens import TokenInvalid, bearer, verify_token
 
 from signoff_proposals import decide, domain
+from signoff_proposals import reconciliation as reconciliation_checks
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.metrics import APPROVAL_COMMANDS
@@ -83,14 +84,11 @@ def router(ctx: Context) -> APIRouter:
     async def reconciliation(
         proposal_id: str, authorization: Authorization = None
     ) -> dict[str, Any]:
+        """The ``status_path`` of a ``NeedsReconciliation``: the attempt and every check."""
         async with ctx.engine.connect() as conn:
             row = await _visible(ctx, conn, authorization, proposal_id)
-        shown = repo.view(row)
-        return {
-            "proposal_id": shown.id,
-            "status": shown.status.value,
-            "outcome": None if shown.outcome is None else shown.outcome.model_dump(mode="json"),
-        }
+            found = await reconciliation_checks.history(conn, proposal_id)
+        return reconciliation_checks.page(row, found)
 
     @api.post("/{proposal_id}/approve")
     async def approve(proposal_id: str, authorization: Authorization = None) -> JSONResponse:

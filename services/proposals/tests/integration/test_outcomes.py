@@ -116,11 +116,12 @@ async def test_needs_reconciliation_then_resolved(service):
     await _status(service, pid, "needs_reconciliation")
     headers = {"Authorization": f"Bearer {token}"}
     shown = (await service.http.get(path, headers=headers)).json()
-    assert shown == {
+    assert {key: shown[key] for key in ("proposal_id", "status", "outcome")} == {
         "proposal_id": pid,
         "status": "needs_reconciliation",
         "outcome": {"type": "needs_reconciliation", "status_path": path},
     }
+    assert (shown["state"], shown["checks"]) == ("awaiting_first_check", [])
 
     await service.report(
         _report(pid, contract_id, Succeeded(result={"balance": 1}), reported_by="reconciler")
