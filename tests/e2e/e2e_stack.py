@@ -8,7 +8,9 @@ own; gives tests small typed verbs over the public HTTP APIs.
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +45,8 @@ def stack_env(database_url: str, amqp_url: str, prefix: str) -> dict[str, str]:
         "SIGNOFF_RECONCILER__POLL_S": "0.2",
         "SIGNOFF_RECONCILER__BASE_BACKOFF_S": "0.5",
         "SIGNOFF_RECONCILER__MAX_BACKOFF_S": "2",
+        "SIGNOFF_RECONCILER__SCAN_INTERVAL_S": "1",
+        "SIGNOFF_RECONCILER__STRANDED_AFTER_S": "1",
         "SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "0.5",
     }
 
@@ -163,6 +167,45 @@ class Stack:
             channel = await connection.channel()
             declared = await channel.declare_queue(queue, passive=True)
             return int(declared.declaration_result.message_count or 0)
+
+    # -- operators and faults ----------------------------------------------------------------
+    async def reconciliation(self, token: str, proposal_id: str) -> dict[str, Any]:
+        """The proposal's reconciliation status page (its ``status_path``)."""
+        response = await self.http.get(
+            f"{self.url('proposals')}/v1/proposals/{proposal_id}/reconciliation",
+            headers=self.auth(token),
+        )
+        response.raise_for_status()
+        return dict(response.json())
+
+    async def dead_letters(self, queue: str) -> list[dict[str, Any]]:
+        """Dead letters of ``queue`` (a topology key) the reconciler archived, oldest first."""
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                text("SELECT * FROM reconciler.dead_letters WHERE queue = :q ORDER BY id"),
+                {"q": queue},
+            )
+            return [dict(row._mapping) for row in rows]
+
+    async def signoff(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run the ``signoff`` CLI against this stack (its database and queue prefix)."""
+        argv = [sys.executable, "-c", "from signoff_cli.main import main; main()", *args]
+        env = {**os.environ, **self.env}
+        return await asyncio.to_thread(
+            subprocess.run, argv, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    def restart(self, name: str, *, kill: bool = False) -> ServiceProcess:
+        """Stop a process (``kill``: SIGKILL, no shutdown) and start it again on its port."""
+        old = self.processes[name]
+        if kill:
+            old.kill()
+        else:
+            old.stop()
+        fresh = ServiceProcess(old.name, old.argv, old.env, old.port, old.log_dir).start()
+        self.processes[name] = fresh
+        fresh.wait_healthy(60.0)
+        return fresh
 
 
 def model_server(env: dict[str, str], log_dir: Path) -> ServiceProcess:

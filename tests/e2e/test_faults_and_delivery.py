@@ -43,6 +43,17 @@ async def test_a_lost_provider_response_is_reconciled_to_one_refund(stack: Stack
     keys = [k for k in ledger["effects_per_key"] if proposal_id in k]
     assert [ledger["effects_per_key"][k] for k in keys] == [1], ledger["effects_per_key"]
 
+    async def history() -> dict[str, Any] | None:  # the checks travel beside the outcome
+        page = await stack.reconciliation(token, proposal_id)
+        return page if page["checks"] and page["checks"][-1]["result"] == "applied" else None
+
+    page = await wait_until(history, what="the check history on the status page")
+    assert view["outcome"]["type"] == "succeeded" and page["status"] == "succeeded"
+    assert page["state"] == "resolved"
+    assert [c["check"] for c in page["checks"]] == list(range(1, len(page["checks"]) + 1))
+    assert {c["attempt_id"] for c in page["checks"]} == {page["attempt"]["attempt_id"]}
+    assert all(c["result"] in ("pending", "error") for c in page["checks"][:-1]), page
+
 
 async def test_a_discount_applied_elsewhere_requires_revision_and_executes_nothing(
     stack: Stack,
@@ -191,8 +202,7 @@ def _contract(org: dict[str, Any], proposal_id: str, **changes: Any) -> Executio
 async def test_forged_unknown_and_late_contracts_never_execute(stack: Stack) -> None:
     org = (await stack.seed())["organizations"][0]
     key = ContractSettings().signing_key
-    dlq = stack.topology.dlq("executor.contracts")
-    dead_before = await stack.queue_depth(dlq)
+    dead_before = await _dead(stack, "executor.contracts")
     forged = _contract(org, new_id("prp"), signature="0" * 64)
     tampered = sign(_contract(org, new_id("prp")), key).model_copy(
         update={"arguments": {**_contract(org, "prp_x").arguments, "amount_cents": 99_999}}
@@ -209,7 +219,10 @@ async def test_forged_unknown_and_late_contracts_never_execute(stack: Stack) -> 
             message_id=contract.message_id,
         )
 
-    await wait_until(lambda: _dead(stack, dlq, dead_before + 3), what="three dead letters")
+    async def three_dead() -> bool:
+        return await _dead(stack, "executor.contracts") >= dead_before + 3
+
+    await wait_until(three_dead, what="three dead letters")
     late_row = await wait_until(
         lambda: _execution(stack, late.contract_id), what="the late contract's outcome"
     )
@@ -226,8 +239,10 @@ async def test_forged_unknown_and_late_contracts_never_execute(stack: Stack) -> 
     )
 
 
-async def _dead(stack: Stack, dlq: str, at_least: int) -> bool:
-    return await stack.queue_depth(dlq) >= at_least
+async def _dead(stack: Stack, queue: str) -> int:
+    """Dead letters of ``queue`` still in its DLQ plus those the reconciler archived (and acked)."""
+    archived = await stack.dead_letters(queue)
+    return await stack.queue_depth(stack.topology.dlq(queue)) + len(archived)
 
 
 async def _execution(stack: Stack, contract_id: str) -> dict[str, Any] | None:
