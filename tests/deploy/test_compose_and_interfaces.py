@@ -1,0 +1,155 @@
+"""docker-compose.yml against the compose specification, environment names against the
+settings classes, the broker definitions against the topology, and the generated interface
+documents against the code."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+from deploy_files import DEPLOY, ROOT, compose
+from kustomize_render import render
+from pydantic import BaseModel
+from pydantic_settings import BaseSettings
+from signoff_agent.settings import AgentSettings
+from signoff_card_provider.settings import Settings as ProviderSettings
+from signoff_cli import docs
+from signoff_club.settings import ClubSettings
+from signoff_executor.settings import ExecutorSettings
+from signoff_proposals.settings import ProposalsSettings
+from signoff_reconciler.settings import ReconcilerSettings
+from signoff_runtime.topology import EXCHANGES, QUEUES, Topology
+from signoff_scripted_model.settings import Settings as ModelSettings
+
+SETTINGS: tuple[type[BaseSettings], ...] = (
+    AgentSettings,
+    ProposalsSettings,
+    ExecutorSettings,
+    ReconcilerSettings,
+    ProviderSettings,
+    ModelSettings,
+    ClubSettings,
+)
+#: read by the openai SDK itself (DESIGN: any OpenAI-compatible endpoint)
+SDK_VARIABLES = {"OPENAI_BASE_URL", "OPENAI_API_KEY"}
+
+
+def env_names(cls: type[BaseSettings]) -> set[str]:
+    """Every environment variable a pydantic-settings class reads (nested with its delimiter)."""
+    config = cls.model_config
+    prefix = (config.get("env_prefix") or "").upper()
+    delimiter = config.get("env_nested_delimiter")
+    names: set[str] = set()
+
+    def walk(model: type[BaseModel], stem: str) -> None:
+        for field_name, field in model.model_fields.items():
+            name = f"{stem}{field_name.upper()}"
+            names.add(name)
+            annotation = field.annotation
+            if delimiter and isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                walk(annotation, f"{name}{delimiter}")
+
+    walk(cls, prefix)
+    return names
+
+
+KNOWN = set().union(*(env_names(cls) for cls in SETTINGS)) | SDK_VARIABLES
+
+
+def test_env_name_scan_is_live() -> None:
+    assert "SIGNOFF_EXECUTOR__GRACEFUL_TIMEOUT_S" in KNOWN
+    assert "SIGNOFF_AMQP__DECLARE_TOPOLOGY" in KNOWN
+    assert "SIGNOFF_CARD_PROVIDER_PORT" in KNOWN
+    assert "SIGNOFF_EXECUTOR__NO_SUCH_THING" not in KNOWN
+
+
+def _signoff_services() -> dict[str, dict[str, Any]]:
+    return {
+        name: svc
+        for name, svc in compose()["services"].items()
+        if str(svc.get("image", "")).startswith("signoff-")
+    }
+
+
+def test_compose_validates_against_the_compose_spec() -> None:
+    schema = json.loads((DEPLOY / "schemas/compose-spec.subset.json").read_text())
+    jsonschema.validate(compose(), schema)
+    broken = compose()
+    broken["services"]["executor"]["depends_on"]["migrate"]["condition"] = "done"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+def test_compose_runs_migrations_first_and_checks_health() -> None:
+    services = compose()["services"]
+    for name in ("agent", "proposals", "executor", "reconciler"):
+        svc = services[name]
+        assert svc["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+        assert "healthcheck" in svc
+    for name, svc in services.items():
+        if name not in {"migrate", "seed"}:
+            assert "healthcheck" in svc, name
+    executor = services["executor"]
+    assert "container_name" not in executor and "ports" not in executor, "must --scale"
+    for wanted in ("rabbitmq", "postgres", "provider", "model", "prometheus", "grafana"):
+        assert wanted in services
+
+
+def test_every_environment_variable_is_a_setting() -> None:
+    named: dict[str, set[str]] = {}
+    for name, svc in _signoff_services().items():
+        named[f"compose:{name}"] = set(svc.get("environment", {}))
+    for target in ("base", "overlays/example"):
+        for doc in render(DEPLOY / "k8s" / target):
+            if doc["kind"] == "ConfigMap":
+                named[f"k8s:{doc['metadata']['name']}"] = set(doc["data"])
+            for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+                named[f"k8s:{doc['metadata']['name']}"] = {e["name"] for e in c.get("env", [])}
+    for where, names in named.items():
+        unknown = sorted(names - KNOWN)
+        assert not unknown, f"{where} sets variables no settings class reads: {unknown}"
+
+
+def test_definitions_hold_the_topology() -> None:
+    definitions = json.loads((DEPLOY / "rabbitmq/definitions.json").read_text())
+    topo = Topology("signoff", 5)
+    queues = {q["name"]: q for q in definitions["queues"]}
+    exchanges = {e["name"]: e for e in definitions["exchanges"]}
+    bindings = {(b["source"], b["destination"], b["routing_key"]) for b in definitions["bindings"]}
+    for short, kind in EXCHANGES.items():
+        assert exchanges[topo.name(short)]["type"] == kind
+        assert exchanges[topo.name(short)]["durable"] is True
+    for spec in QUEUES:
+        assert queues[topo.name(spec.key)]["arguments"] == topo.queue_arguments(spec.key)
+        assert queues[topo.name(spec.key)]["durable"] is True
+        assert queues[topo.dlq(spec.key)]["arguments"] == {"x-queue-type": "quorum"}
+        for key in (spec.routing_key, *spec.extra_keys):
+            assert (topo.name(spec.exchange), topo.name(spec.key), key) in bindings
+        assert (topo.name("dlx"), topo.dlq(spec.key), topo.name(spec.key)) in bindings
+    users = {u["name"] for u in definitions["users"]}
+    assert {"agent", "proposals", "executor", "reconciler"} <= users
+    executor = next(p for p in definitions["permissions"] if p["user"] == "executor")
+    assert executor["read"].find("proposals") == -1, "the executor reads only its own queue"
+
+
+def test_generated_documents_are_current() -> None:
+    stale = docs.stale(ROOT)
+    assert not stale, f"run `signoff docs export` and commit: {stale}"
+
+
+def test_asyncapi_documents_describe_every_queue() -> None:
+    consumed = set()
+    for path in (ROOT / "docs/api").glob("*.asyncapi.json"):
+        document = json.loads(path.read_text())
+        assert document["asyncapi"].startswith("3.")
+        consumed |= {c["address"] for c in document["channels"].values() if "queue" in str(c)}
+    assert {Topology("signoff").name(spec.key) for spec in QUEUES} <= consumed
+
+
+def test_dockerfiles_are_multi_stage_non_root_and_hashed() -> None:
+    for name in ("agent", "proposals", "executor", "reconciler", "provider", "model"):
+        text = (DEPLOY / "docker" / f"{name}.Dockerfile").read_text()
+        assert text.count("FROM ") == 2 and "--require-hashes" in text and "--no-deps" in text
+        assert "\nUSER 10001" in text
