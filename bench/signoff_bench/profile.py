@@ -37,7 +37,7 @@ class Recording:
             raise RuntimeError("py-spy is not installed")
         self._proc = await asyncio.create_subprocess_exec(
             exe, "record", "--pid", str(self.pid), "--rate", "200", "--nonblocking",
-            "--format", "raw", "--output", str(self.out),
+            "--format", "raw", "--full-filenames", "--output", str(self.out),
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         await asyncio.sleep(1.0)  # attached before the load starts
@@ -63,16 +63,20 @@ def _area(file: str) -> str:
 def summarize(path: Path, top: int = 12) -> dict[str, Any]:
     """Self time by area and by function (innermost frame of each sample), in percent."""
     areas: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
     functions: Counter[str] = Counter()
     total = 0
     for line in path.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
             continue
-        leaf = stack.rsplit(";", 1)[-1]
+        frames = stack.split(";")
+        leaf = frames[-1]
         match = _FRAME.match(leaf)
         n = int(count)
         total += n
+        for area in {_area(m["file"]) for f in frames if (m := _FRAME.match(f))}:
+            inclusive[area] += n
         if match is None:
             areas[leaf] += n
             functions[leaf] += n
@@ -85,6 +89,7 @@ def summarize(path: Path, top: int = 12) -> dict[str, Any]:
     return {
         "samples": total,
         "areas": [(a, round(100.0 * n / total, 1)) for a, n in areas.most_common(top)],
+        "inclusive": [(a, round(100.0 * n / total, 1)) for a, n in inclusive.most_common(top + 4)],
         "functions": [(f, round(100.0 * n / total, 1)) for f, n in functions.most_common(top)],
     }
 
@@ -93,8 +98,11 @@ def markdown(service: str, found: dict[str, Any]) -> str:
     if not found.get("samples"):
         return f"No samples were taken of {service}."
     areas = ", ".join(f"{a} {p} %" for a, p in found["areas"])
+    within = ", ".join(f"{a} {p} %" for a, p in found["inclusive"])
     rows = "\n".join(f"| {f} | {p} |" for f, p in found["functions"])
     return (
         f"{service}, {found['samples']} samples (py-spy, 200 Hz, innermost frame).\n\n"
-        f"By area: {areas}.\n\n| hottest functions (self) | % |\n|---|---|\n{rows}"
+        f"Self time by area: {areas}.\n\n"
+        f"Samples with a frame of the area anywhere on the stack: {within}.\n\n"
+        f"| hottest functions (self) | % |\n|---|---|\n{rows}"
     )
