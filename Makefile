@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 PACKAGES := shared/contracts shared/runtime shared/conformance cli \
 	examples/card_provider examples/club examples/scripted_model \
-	services/proposals services/executor services/reconciler services/agent
+	services/proposals services/executor services/reconciler services/agent web
 PYPROJECTS := $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
 
 .PHONY: run test check install services requirements lint types schemas bench

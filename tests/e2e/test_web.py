@@ -1,0 +1,323 @@
+"""The web frontend in a real browser (Playwright driving Debian's headless Chromium).
+
+The whole stack runs as processes (``Stack``) plus the web service; each test signs in as a
+seeded person of a fresh club and works only through the pages, as a person would.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from e2e_stack import Stack
+from signoff_runtime.testing.processes import ServiceProcess, service
+from sqlalchemy import text
+
+playwright_api = pytest.importorskip("playwright.async_api")
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+WAIT_MS = 20_000
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):
+        raise RuntimeError("CI must run the browser tests: install Debian's chromium")
+    pytest.skip("no Chromium on this machine (apt-get install chromium)", allow_module_level=True)
+
+pytestmark = pytest.mark.e2e
+expect = playwright_api.expect
+
+
+@pytest.fixture(scope="module")
+def web(stack: Stack) -> ServiceProcess:
+    env = {
+        **stack.env,
+        "SIGNOFF_WEB__AGENT_URL": stack.url("agent"),
+        "SIGNOFF_WEB__PROPOSALS_URL": stack.url("proposals"),
+    }
+    proc = service("web", env, stack.log_dir)
+    stack.processes["web"] = proc.start()
+    proc.wait_healthy(60.0)
+    return proc
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def browser(web: ServiceProcess) -> AsyncIterator[Any]:
+    async with playwright_api.async_playwright() as pw:
+        launched = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield launched
+        await launched.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def club(stack: Stack) -> dict[str, Any]:
+    await _script(stack, None)
+    return dict((await stack.seed())["organizations"][0])
+
+
+class Tab:
+    """One signed-in browser page; records every dialog (an executed ``alert`` would show)."""
+
+    def __init__(self, page: Any, base: str) -> None:
+        self.page, self.base, self.dialogs = page, base, []
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+
+    async def sign_in(self, user: dict[str, Any]) -> None:
+        await self.page.goto(f"{self.base}/signin")
+        await self.page.get_by_label("Email").fill(user["email"])
+        await self.page.get_by_label("Password").fill(user["password"])
+        await self.page.get_by_role("button", name="Sign in").click()
+        await self.page.wait_for_url(f"{self.base}/")
+
+    async def open_order_chat(self, say: str) -> None:
+        await self.page.get_by_role("button", name="Ask the order assistant").first.click()
+        await self.page.wait_for_url("**/chat/**")
+        await self.say(say)
+
+    async def say(self, words: str) -> None:
+        await self.page.get_by_label("Message").fill(words)
+        await self.page.get_by_role("button", name="Send").click()
+        await self.page.wait_for_url("**/chat/**")
+
+    def card(self, status: str | None = None) -> Any:
+        selector = "article.card" + (f"[data-status={status}]" if status else "")
+        return self.page.locator(selector)
+
+
+async def _tab(browser: Any, web: ServiceProcess, width: int = 1000) -> Tab:
+    context = await browser.new_context(viewport={"width": width, "height": 900})
+    return Tab(await context.new_page(), web.url)
+
+
+async def _script(stack: Stack, name: str | None) -> None:
+    async with httpx.AsyncClient(base_url=stack.url("model"), timeout=10) as admin:
+        (await admin.post("/_admin/script", json={"script": name})).raise_for_status()
+
+
+async def test_refund_from_chat_to_succeeded(
+    browser: Any, web: ServiceProcess, club: dict[str, Any]
+) -> None:
+    tab = await _tab(browser, web)
+    await tab.sign_in(club["users"]["manager"])
+    await tab.open_order_chat("Please refund the discount that was never applied.")
+    card = tab.card("pending")
+    await expect(card).to_have_count(1, timeout=WAIT_MS)
+    preview = card.locator("dl.preview")
+    expected = {
+        "Participant": "Alex Tremblay",
+        "Product": "Adult league — fall season",
+        "Missing discount": "Early-bird 10 %",
+        "Paid by": "Card",
+        "Refund": "35.00 CAD",
+        "Refund to": "The card that paid",
+        "Order total now": "444.99 CAD",
+        "Order total after the refund": "409.99 CAD",
+        "Product configuration": "Unchanged",
+    }
+    for label, value in expected.items():
+        await expect(preview.locator(f"dt:text-is('{label}') + dd")).to_have_text(value)
+    await expect(card.locator("time[data-expires]")).to_have_text(
+        re.compile(r"^\d+:\d\d"), timeout=5000
+    )
+    await tab.page.screenshot(path=str(SCREENSHOTS / "chat.png"), full_page=True)
+    await card.get_by_role("button", name="Approve").click()
+    done = tab.card("succeeded")
+    await expect(done).to_have_count(1, timeout=WAIT_MS)
+    await expect(done.locator("[data-role=outcome]")).to_contain_text("succeeded")
+    await expect(done.get_by_role("button", name="Approve")).to_have_count(0)
+    follow_up = tab.page.locator(
+        "li.msg-app", has_text="Done: the approved proposal was carried out."
+    )
+    await expect(follow_up).to_have_count(1, timeout=WAIT_MS)
+    assert tab.dialogs == []
+
+
+async def test_double_click_and_two_tabs_execute_once(
+    browser: Any, web: ServiceProcess, stack: Stack, club: dict[str, Any]
+) -> None:
+    first = await _tab(browser, web)
+    await first.sign_in(club["users"]["manager"])
+    await first.open_order_chat("Refund the missing discount please.")
+    await expect(first.card("pending")).to_have_count(1, timeout=WAIT_MS)
+    chat_url = first.page.url.split("?")[0].split("#")[0]
+    second = await _tab(browser, web)
+    await second.sign_in(club["users"]["manager"])
+    await second.page.goto(chat_url)
+    await expect(second.card("pending")).to_have_count(1, timeout=WAIT_MS)
+    # the second tab keeps its stale button: its live updates are cut off
+    await second.page.route("**/live", lambda route: route.abort())
+    await first.card("pending").get_by_role("button", name="Approve").dblclick()
+    await expect(first.card("succeeded")).to_have_count(1, timeout=WAIT_MS)
+    await second.card().get_by_role("button", name="Approve").click()
+    await expect(second.page.get_by_role("status")).to_contain_text(
+        "Already decided and finished", timeout=WAIT_MS
+    )
+    await expect(second.card("succeeded")).to_have_count(1, timeout=WAIT_MS)
+    refunds = await stack.scalar(
+        "SELECT count(*) FROM club.refunds WHERE order_id = :o", o=club["refund_case"]["order_id"]
+    )
+    assert refunds == 1
+
+
+async def test_decline_with_reason_and_edit_supersedes(
+    browser: Any, web: ServiceProcess, club: dict[str, Any]
+) -> None:
+    tab = await _tab(browser, web)
+    await tab.sign_in(club["users"]["manager"])
+    await tab.open_order_chat("Refund the missing discount.")
+    card = tab.card("pending")
+    await expect(card).to_have_count(1, timeout=WAIT_MS)
+    await card.get_by_label("Reason (optional)").fill("Ask the treasurer first")
+    await card.get_by_role("button", name="Decline").click()
+    declined = tab.card("declined")
+    await expect(declined).to_have_count(1, timeout=WAIT_MS)
+    await expect(declined).to_contain_text("Ask the treasurer first")
+
+    await tab.say("Then refund it as account credit.")
+    old = tab.card("pending")
+    await expect(old).to_have_count(1, timeout=WAIT_MS)
+    old_id = await old.get_attribute("data-card")
+    await expect(old).to_contain_text("Credit on the participant's account")
+    case = club["refund_case"]
+    await old.get_by_text("Edit").click()
+    await old.get_by_label("payment_id").fill(case["payment_id"])
+    await old.get_by_label("line_item_id").fill(case["line_item_id"])
+    await old.get_by_label("discount_id").fill(case["discount_id"])
+    await old.get_by_label("destination").select_option("original_payment_method")
+    stale_approve = await tab.page.content()  # the old card's form, kept to replay below
+    await old.get_by_role("button", name="Prepare a new proposal").click()
+    superseded = tab.page.locator(f"article[data-card='{old_id}']")
+    await expect(superseded).to_have_attribute("data-status", "superseded", timeout=WAIT_MS)
+    await expect(superseded.get_by_role("button", name="Approve")).to_have_count(0)
+    fresh = tab.page.locator("article.card[data-status=pending]")
+    await expect(fresh).to_have_count(1, timeout=WAIT_MS)
+    await expect(fresh).to_contain_text("The card that paid")
+    assert await fresh.get_attribute("data-card") != old_id
+    # the old card cannot be approved any more, even by a direct post with a valid CSRF token
+    csrf = stale_approve.split('name="csrf" value="')[1].split('"')[0]
+    response = await tab.page.request.post(
+        f"{web.url}/proposals/{old_id}/approve",
+        form={"csrf": csrf, "next": "/inbox"},
+        max_redirects=0,
+    )
+    assert response.status == 409
+    await expect(superseded).to_have_attribute("data-status", "superseded")
+
+
+@pytest.mark.parametrize("script", ["club.pause_choice", "club.pause_data_entry"])
+async def test_pause_points_resolved_in_browser(
+    browser: Any, web: ServiceProcess, stack: Stack, club: dict[str, Any], script: str
+) -> None:
+    await _script(stack, script)
+    tab = await _tab(browser, web)
+    await tab.sign_in(club["users"]["manager"])
+    await tab.open_order_chat("I need to decide something.")
+    card = tab.page.locator("article.pause[data-status=pending]")
+    await expect(card).to_have_count(1, timeout=WAIT_MS)
+    if script == "club.pause_choice":
+        await card.get_by_role("button", name="Account credit").click()
+        answer = "Account credit"
+    else:
+        await card.get_by_label("sessions").fill("not a number")
+        await card.get_by_label("season (required)").select_option("winter")
+        await card.get_by_role("button", name="Submit").click()
+        await tab.page.wait_for_url("**notice=invalid**")  # validated by the proposals service
+        card = tab.page.locator("article.pause[data-status=pending]")
+        await card.get_by_label("season (required)").select_option("winter")
+        await card.get_by_label("sessions").fill("7")
+        await card.get_by_role("button", name="Submit").click()
+        answer = "winter"
+    await expect(tab.page.locator("article.pause[data-status=resolved]")).to_have_count(
+        1, timeout=WAIT_MS
+    )
+    reply = tab.page.locator("li.msg-assistant", has_text="Thank you, I have your answer.")
+    await expect(reply).to_have_count(1, timeout=WAIT_MS)
+    await expect(reply).to_contain_text(answer)
+
+
+async def test_viewer_sees_cards_without_approve_and_forged_post_is_refused(
+    browser: Any, web: ServiceProcess, stack: Stack, club: dict[str, Any]
+) -> None:
+    manager = await _tab(browser, web)
+    await manager.sign_in(club["users"]["manager"])
+    await manager.open_order_chat("Refund the missing discount.")
+    await expect(manager.card("pending")).to_have_count(1, timeout=WAIT_MS)
+    proposal_id = await manager.card("pending").get_attribute("data-card")
+
+    viewer = await _tab(browser, web, width=390)  # a phone-width screen
+    await viewer.sign_in(club["users"]["viewer"])
+    await viewer.page.goto(f"{web.url}/inbox")
+    card = viewer.page.locator(f"article[data-card='{proposal_id}']")
+    await expect(card).to_have_count(1)
+    await expect(card).to_contain_text("Rembourser une remise oubliée")  # the viewer reads French
+    await expect(card.locator("dt:text-is('Remboursement') + dd")).to_have_text("35,00 CAD")
+    await expect(card.get_by_role("button")).to_have_count(0)
+    await viewer.page.screenshot(path=str(SCREENSHOTS / "inbox-phone.png"), full_page=True)
+    html = await viewer.page.content()
+    csrf = html.split('name="csrf" value="')[1].split('"')[0]
+    forged = await viewer.page.request.post(
+        f"{web.url}/proposals/{proposal_id}/approve",
+        form={"csrf": csrf, "next": "/inbox"},
+        max_redirects=0,
+    )
+    assert forged.status == 403
+    no_csrf = await viewer.page.request.post(
+        f"{web.url}/proposals/{proposal_id}/approve", form={"next": "/inbox"}, max_redirects=0
+    )
+    assert no_csrf.status == 403
+    status = await stack.scalar(
+        "SELECT status FROM proposals.proposals WHERE id = :p", p=proposal_id
+    )
+    assert status == "pending"
+    await manager.page.goto(f"{web.url}/inbox")
+    await expect(manager.page.locator("article.card")).not_to_have_count(0)
+    await manager.page.screenshot(path=str(SCREENSHOTS / "inbox.png"), full_page=True)
+
+
+async def test_markup_from_data_and_model_renders_as_text(
+    browser: Any, web: ServiceProcess, stack: Stack, club: dict[str, Any]
+) -> None:
+    planted = "<img src=x onerror=alert(1)>"
+    async with stack.engine.begin() as conn:
+        await conn.execute(
+            text(
+                "UPDATE club.participants SET name = :n WHERE id = "
+                "(SELECT participant_id FROM club.orders WHERE id = :o)"
+            ),
+            {"n": planted, "o": club["refund_case"]["order_id"]},
+        )
+    tab = await _tab(browser, web)
+    await tab.sign_in(club["users"]["manager"])
+    await tab.open_order_chat("Refund the missing discount.")
+    card = tab.card("pending")
+    await expect(card).to_have_count(1, timeout=WAIT_MS)
+    await expect(card.locator("dt:text-is('Participant') + dd")).to_have_text(planted)
+    assert await tab.page.locator("img").count() == 0
+
+    await _script(stack, "club.pause_approval")
+    await tab.say("Check with me first.")
+    pause = tab.page.locator("article.pause[data-status=pending]")
+    await expect(pause).to_have_count(1, timeout=WAIT_MS)
+    script = "<script>alert('model')</script>"
+    await pause.get_by_label("Your answer").fill(script)
+    await pause.get_by_role("button", name="Approve").click()
+    echoed = tab.page.locator("li.msg-assistant", has_text="Thank you, I have your answer.")
+    await expect(echoed).to_have_count(1, timeout=WAIT_MS)
+    await expect(echoed).to_contain_text(script)
+    await expect(tab.page.locator("main script")).to_have_count(0)
+    assert tab.dialogs == []

@@ -1,0 +1,163 @@
+"""What a person does: open an assistant, talk, and decide (approve, decline, edit, answer).
+
+Every form is checked for the session's CSRF token first. Decisions go to the proposals service
+as AMQP commands carrying only opaque ids and the person's token; the reply becomes a notice on
+the page the person came from. The web never decides anything itself: a forged post reaches the
+proposals service, which refuses what the person's role does not allow.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+from signoff_contracts.v1 import (
+    ApprovalCommand,
+    ApprovalReply,
+    ApproveProposal,
+    DeclineProposal,
+    ResolvePausePoint,
+    ReviseProposal,
+)
+from signoff_runtime.registry import UnknownOperation
+
+from signoff_web import cards
+from signoff_web.apis import ApiError
+from signoff_web.commands import CommandUnavailable
+from signoff_web.context import apis, check_csrf, local_path, session, token
+
+router = APIRouter()
+SECTIONS = {"orders": "orders", "broadcasts": "broadcasts"}
+
+
+async def _form(request: Request) -> dict[str, str]:
+    form = await request.form()
+    return {k: v for k, v in form.items() if isinstance(v, str)}
+
+
+@router.post("/{kind}/{resource_id}/chat")
+async def open_chat(request: Request, kind: str, resource_id: str) -> Response:
+    if kind not in SECTIONS:
+        raise HTTPException(404)
+    who = session(request)
+    check_csrf(who, await _form(request))
+    conversation_id = await apis(request).open_conversation(
+        token(request, who), SECTIONS[kind], resource_id
+    )
+    return RedirectResponse(f"/chat/{conversation_id}", status_code=303)
+
+
+@router.post("/chat/{conversation_id}/say")
+async def say(request: Request, conversation_id: str) -> Response:
+    who = session(request)
+    form = await _form(request)
+    check_csrf(who, form)
+    content = form.get("content", "").strip()[:8000]
+    notice = ""
+    if content:
+        try:
+            await apis(request).say(token(request, who), conversation_id, content)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            notice = "?notice=busy"
+    return RedirectResponse(f"/chat/{conversation_id}{notice}#end", status_code=303)
+
+
+@router.post("/proposals/{proposal_id}/approve")
+async def approve(request: Request, proposal_id: str) -> Response:
+    who = session(request)
+    form = await _form(request)
+    check_csrf(who, form)
+    command = ApproveProposal(token=token(request, who), proposal_id=proposal_id, source="web")
+    return await _send(request, command, form)
+
+
+@router.post("/proposals/{proposal_id}/decline")
+async def decline(request: Request, proposal_id: str) -> Response:
+    who = session(request)
+    form = await _form(request)
+    check_csrf(who, form)
+    reason = form.get("reason", "").strip()[:500] or None
+    command = DeclineProposal(
+        token=token(request, who), proposal_id=proposal_id, reason=reason, source="web"
+    )
+    return await _send(request, command, form)
+
+
+@router.post("/proposals/{proposal_id}/revise")
+async def revise(request: Request, proposal_id: str) -> Response:
+    """Re-run resolution on the edited request: the proposals service supersedes the old card."""
+    who = session(request)
+    form = await _form(request)
+    check_csrf(who, form)
+    view = await apis(request).proposal(token(request, who), proposal_id)
+    try:
+        op = request.app.state.operations.get(view["operation_kind"], view["contract_version"])
+    except UnknownOperation:
+        raise HTTPException(404) from None
+    edited = cards.coerce(cards.schema_fields(op.Request.model_json_schema()), form)
+    command = ReviseProposal(
+        token=token(request, who), proposal_id=proposal_id, request=edited, source="web"
+    )
+    return await _send(request, command, form)
+
+
+@router.post("/pause-points/{pause_point_id}/resolve")
+async def resolve(request: Request, pause_point_id: str) -> Response:
+    who = session(request)
+    form = await _form(request)
+    check_csrf(who, form)
+    action = form.get("action", "")
+    if action not in ("approve", "decline", "option", "data"):
+        raise HTTPException(422, "action")
+    data = None
+    if action == "data":
+        view = await apis(request).pause_point(token(request, who), pause_point_id)
+        data = cards.coerce(cards.schema_fields(view.get("form_schema") or {}), form)
+    command = ResolvePausePoint(
+        token=token(request, who),
+        pause_point_id=pause_point_id,
+        action=action,  # type: ignore[arg-type]
+        option=form.get("option") or None,
+        data=data,
+        reply=form.get("reply", "").strip()[:2000] or None,
+        source="web",
+    )
+    return await _send(request, command, form)
+
+
+async def _send(request: Request, command: ApprovalCommand, form: dict[str, Any]) -> Response:
+    back = local_path(form.get("next"), "/inbox")
+    try:
+        reply = await request.app.state.commands.send(command)
+    except CommandUnavailable:
+        return _back(back, "unavailable", "", 503)
+    reason = _reason(reply)
+    status = 303 if reply.http_status < 400 else reply.http_status
+    return _back(back, reply.result, reason, status)
+
+
+def _reason(reply: ApprovalReply) -> str:
+    return reply.reason.code if reply.reason is not None else ""
+
+
+def _back(path: str, result: str, reason: str, status: int) -> Response:
+    """Back where the person came from, with the reply as a notice. A refusal keeps its HTTP
+    status (a 403 stays a 403) but still lands on a page, via a tiny redirecting document."""
+    base, _, anchor = path.partition("#")
+    sep = "&" if "?" in base else "?"
+    target = f"{base}{sep}notice={quote(result)}" + (f":{quote(reason)}" if reason else "")
+    target += f"#{anchor}" if anchor else ""
+    if status == 303:
+        return RedirectResponse(target, status_code=303)
+    safe = html.escape(target, quote=True)
+    return Response(
+        f'<!doctype html><meta http-equiv="refresh" content="0;url={safe}">'
+        f'<a href="{safe}">{html.escape(result)}</a>',
+        status_code=status,
+        media_type="text/html",
+    )

@@ -1,0 +1,81 @@
+"""The web service's process: pages, a publisher-only broker for approval commands, HTTP clients.
+
+The web owns no tables. It reads the club's read model (sign-in, the lists to start from) from
+the database, everything about conversations and proposals from the agent's and the proposals
+service's HTTP APIs with the person's own short-lived token, and sends decisions as AMQP
+request-reply commands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import uvicorn
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+from signoff_runtime.http import install_standard_routes
+from signoff_runtime.registry import Operations, load_operations
+from signoff_runtime.service import Runtime
+
+from signoff_web import actions, pages
+from signoff_web.apis import Apis
+from signoff_web.commands import Commands
+from signoff_web.settings import WebSettings
+
+HERE = Path(__file__).parent
+
+
+def create_app(
+    settings: WebSettings | None = None, operations: Operations | None = None
+) -> FastAPI:
+    settings = settings or WebSettings()
+    runtime = Runtime.build("web", settings)
+    http = httpx.AsyncClient(timeout=settings.web.http_timeout_s)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with runtime.running():
+            yield
+        await http.aclose()
+
+    app = FastAPI(title="signoff web", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.settings = settings
+    app.state.engine = runtime.engine
+    app.state.operations = operations or load_operations()
+    app.state.apis = Apis(
+        http, settings.web.agent_url.rstrip("/"), settings.web.proposals_url.rstrip("/")
+    )
+    app.state.commands = Commands(runtime.broker, runtime.topology, settings.amqp.request_timeout_s)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.include_router(pages.router)
+    app.include_router(actions.router)
+    pages.install_errors(app)
+    install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok})
+
+    @app.middleware("http")
+    async def security_headers(request, call_next):  # type: ignore[no-untyped-def]
+        response = await call_next(request)
+        response.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+            "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+        )
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    return app
+
+
+def serve() -> None:
+    settings = WebSettings()
+    uvicorn.run(
+        create_app(settings),
+        host=settings.web.host,
+        port=settings.web.port,
+        log_config=None,
+        timeout_graceful_shutdown=10,
+    )

@@ -1,0 +1,157 @@
+"""What a card shows: the operation's own fixed preview template, status, outcome, actions.
+
+A proposal card renders its frozen preview with ``render_preview`` in the viewer's locale —
+never model-written text. Whether the approve and decline buttons appear is the operation's own
+``authorize`` for the viewer's role (the proposals service decides again on every command; the
+buttons are only a courtesy). A finished card has no actions at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+from signoff_contracts.operations import Actor, Locale, Scope
+from signoff_runtime.registry import Operations, UnknownOperation
+
+from signoff_web import texts
+from signoff_web.sessions import Session
+
+FINAL = {"succeeded", "failed", "declined", "expired", "superseded", "revision_required"}
+_md = MarkdownIt("commonmark", {"html": False, "linkify": False}).disable(["image"])
+
+
+def markdown(text: str | None) -> Markup:
+    """Model-written text as safe markdown: raw HTML is escaped, never passed through;
+    ``javascript:`` and other unsafe links are refused by markdown-it's link validation."""
+    return Markup(_md.render(text or ""))  # noqa: S704 — html disabled: output is escaped
+
+
+def proposal(view: dict[str, Any], session: Session, operations: Operations) -> dict[str, Any]:
+    locale: Locale = session.locale
+    status = str(view["status"])
+    card: dict[str, Any] = {
+        "type": "proposal",
+        "id": view["id"],
+        "status": status,
+        "status_text": texts.status(status, locale),
+        "final": status in FINAL,
+        "expires_at": view["expires_at"],
+        "superseded_by": view.get("superseded_by"),
+        "decline_reason": view.get("decline_reason"),
+        "conversation_id": view.get("conversation_id"),
+        "outcome": _outcome(view.get("outcome"), locale),
+        "title": view["operation_kind"],
+        "lines": [],
+        "can_decide": False,
+        "edit_fields": [],
+    }
+    try:
+        op = operations.get(view["operation_kind"], view["contract_version"])
+    except UnknownOperation:
+        return card
+    rendered = op.render_preview(op.parse_preview(view["preview"]), locale)
+    card["title"] = rendered.title
+    card["lines"] = [(line.label, line.value) for line in rendered.lines]
+    actor = Actor(
+        user_id=session.user_id, organization_id=session.organization_id, role=session.role
+    )
+    scope = Scope(
+        organization_id=view["organization_id"],
+        section=view["section"],
+        resource_id=view["resource_id"],
+    )
+    card["can_decide"] = status == "pending" and op.authorize(actor, scope)
+    shown = card["outcome"]
+    if shown and shown["type"] == "revision_required" and shown["detail"] in op.reasons:
+        params = (view.get("outcome") or {}).get("reason", {}).get("params", {})
+        try:
+            shown["detail"] = op.reasons[shown["detail"]][locale].format(**params)
+        except (KeyError, IndexError, ValueError):
+            pass
+    if card["can_decide"]:
+        card["edit_fields"] = schema_fields(op.Request.model_json_schema())
+    return card
+
+
+def pause_point(view: dict[str, Any], session: Session) -> dict[str, Any]:
+    status = str(view["status"])
+    return {
+        "type": "pause_point",
+        "id": view["id"],
+        "status": status,
+        "status_text": texts.status(status, session.locale),
+        "final": status != "pending",
+        "kind": view["kind"],
+        "title": view["title"],
+        "description": markdown(view.get("description")),
+        "options": list(view.get("options") or []),
+        "expires_at": view["expires_at"],
+        "resolution": view.get("resolution"),
+        "fields": schema_fields(view.get("form_schema") or {}),
+        "can_decide": status == "pending",
+    }
+
+
+def schema_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Form fields for a flat JSON schema: enums become selects, numbers number inputs."""
+    required = set(schema.get("required") or [])
+    defs = schema.get("$defs") or {}
+    fields = []
+    for name, prop in (schema.get("properties") or {}).items():
+        if "$ref" in prop:
+            prop = defs.get(prop["$ref"].rsplit("/", 1)[-1], {})
+        if not isinstance(prop, dict):
+            continue
+        kind = prop.get("type")
+        fields.append(
+            {
+                "name": str(name),
+                "label": str(prop.get("title") or name),
+                "enum": [str(v) for v in prop.get("enum") or []],
+                "input": "number" if kind in ("integer", "number") else "text",
+                "kind": kind,
+                "required": name in required,
+            }
+        )
+    return fields
+
+
+def coerce(fields: list[dict[str, Any]], form: dict[str, str]) -> dict[str, Any]:
+    """The typed data of a submitted form; what does not parse goes as typed, so the server's
+    validation (the authority) names the problem."""
+    data: dict[str, Any] = {}
+    for field in fields:
+        raw = form.get(f"f_{field['name']}", "").strip()
+        if raw == "":
+            continue
+        if field["kind"] == "integer":
+            data[field["name"]] = int(raw) if raw.lstrip("-").isdigit() else raw
+        elif field["kind"] == "number":
+            try:
+                data[field["name"]] = float(raw)
+            except ValueError:
+                data[field["name"]] = raw
+        else:
+            data[field["name"]] = raw
+    return data
+
+
+def _outcome(outcome: dict[str, Any] | None, locale: Locale) -> dict[str, Any] | None:
+    if not outcome:
+        return None
+    kind = str(outcome.get("type"))
+    shown: dict[str, Any] = {"type": kind, "text": texts.status(kind, locale)}
+    if kind == "succeeded":
+        result = outcome.get("result") or {}
+        if "amount_cents" in result and "currency" in result:
+            shown["detail"] = texts.money(int(result["amount_cents"]), result["currency"], locale)
+    elif kind == "needs_reconciliation":
+        shown["status_path"] = outcome.get("status_path")
+    elif kind == "revision_required":
+        reason = outcome.get("reason") or {}
+        shown["detail"] = str(reason.get("code", ""))
+    elif kind == "failed":
+        shown["detail"] = str(outcome.get("correlation_id", ""))
+    return shown

@@ -1,0 +1,88 @@
+"""Per-request plumbing shared by pages and actions: the session, its token, templates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from fastapi import HTTPException, Request
+from fastapi.templating import Jinja2Templates
+from signoff_runtime.tokens import issue_token
+
+from signoff_web import cards, sessions, texts
+from signoff_web.apis import Apis
+from signoff_web.sessions import Session
+from signoff_web.settings import WebSettings
+
+#: autoescape on for every template: no text from a model or the domain is ever markup
+templates = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True
+    )
+)
+templates.env.globals.update(t=texts.t, money=texts.money, when=texts.when, markdown=cards.markdown)
+
+
+def _notice_text(notice: str | None, locale: texts.Locale) -> str:
+    if not notice:
+        return ""
+    if notice == "busy":
+        return texts.t("thinking", locale)
+    result, _, reason = notice.partition(":")
+    return texts.notice(result, locale, reason)
+
+
+templates.env.globals["notice_text"] = _notice_text
+
+
+class SignInRequired(Exception):
+    """No valid session: pages redirect to sign-in."""
+
+
+def settings(request: Request) -> WebSettings:
+    found: WebSettings = request.app.state.settings
+    return found
+
+
+def apis(request: Request) -> Apis:
+    found: Apis = request.app.state.apis
+    return found
+
+
+def session(request: Request) -> Session:
+    secret = settings(request).web.session_secret.get_secret_value()
+    found = sessions.load(request.cookies.get(sessions.COOKIE), secret)
+    if found is None:
+        raise SignInRequired
+    return found
+
+
+def token(request: Request, who: Session) -> str:
+    """A fresh short-lived bearer token for the person, for this request's calls only."""
+    s = settings(request)
+    return issue_token(s.auth, who.user_id, who.organization_id, ttl_s=s.web.token_ttl_s)
+
+
+def check_csrf(who: Session, form: dict[str, Any]) -> None:
+    if not sessions.csrf_ok(who, str(form.get("csrf") or "")):
+        raise HTTPException(403, "csrf")
+
+
+def local_path(target: str | None, fallback: str = "/") -> str:
+    """Only same-site paths: never an open redirect."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return fallback
+
+
+def render(
+    request: Request, name: str, who: Session | None, status_code: int = 200, **ctx: Any
+) -> Any:
+    locale = who.locale if who else "en"
+    return templates.TemplateResponse(
+        request,
+        name,
+        {"who": who, "locale": locale, "status_of": texts.status, **ctx},
+        status_code=status_code,
+    )

@@ -1,0 +1,201 @@
+"""The pages: sign-in and out, where to start, a conversation, the inbox, one proposal's audit.
+
+Pages that change live (a conversation, the inbox) have a ``/live`` fragment that the page's
+script polls each second; it carries a ``data-version`` digest of what it shows, so the page
+swaps it in only when something changed (a status, an outcome, a new message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from signoff_club.directory import authenticate
+
+from signoff_web import cards, resources, sessions
+from signoff_web.apis import ApiError
+from signoff_web.context import SignInRequired, apis, render, session, settings, token
+
+router = APIRouter()
+ROLES_SHOWN = ("user", "assistant", "app")
+
+
+@router.get("/signin", response_class=HTMLResponse)
+async def signin_page(request: Request) -> Response:
+    return render(request, "signin.html", None, error=False)
+
+
+@router.post("/signin")
+async def signin(request: Request, email: str = Form(...), password: str = Form(...)) -> Response:
+    # sign-in has no session yet; SameSite=Lax and the origin check stop cross-site posts
+    origin = request.headers.get("origin")
+    if origin and origin.rstrip("/") != str(request.base_url).rstrip("/"):
+        raise HTTPException(403, "cross-site sign-in")
+    async with request.app.state.engine.connect() as conn:
+        member = await authenticate(conn, email[:320], password[:1024])
+    if member is None:
+        return render(request, "signin.html", None, status_code=401, error=True)
+    s = settings(request).web
+    started = sessions.Session.start(member, s.session_ttl_s)
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(
+        sessions.COOKIE,
+        sessions.dump(started, s.session_secret.get_secret_value()),
+        max_age=s.session_ttl_s,
+        httponly=True,
+        samesite="lax",
+        secure=s.secure_cookies,
+        path="/",
+    )
+    return response
+
+
+@router.post("/signout")
+async def signout(request: Request, csrf: str = Form("")) -> Response:
+    who = session(request)
+    if not sessions.csrf_ok(who, csrf):
+        raise HTTPException(403, "csrf")
+    response = RedirectResponse("/signin", status_code=303)
+    response.delete_cookie(sessions.COOKIE, path="/")
+    return response
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request) -> Response:
+    who = session(request)
+    async with request.app.state.engine.connect() as conn:
+        orders = await resources.orders(conn, who.organization_id)
+        broadcasts = await resources.broadcasts(conn, who.organization_id)
+    return render(request, "home.html", who, orders=orders, broadcasts=broadcasts)
+
+
+@router.get("/chat/{conversation_id}", response_class=HTMLResponse)
+async def chat(request: Request, conversation_id: str, notice: str | None = None) -> Response:
+    who = session(request)
+    live = await _chat_live(request, conversation_id)
+    return render(request, "chat.html", who, notice=notice, **live)
+
+
+@router.get("/chat/{conversation_id}/live", response_class=HTMLResponse)
+async def chat_live(request: Request, conversation_id: str) -> Response:
+    who = session(request)
+    live = await _chat_live(request, conversation_id)
+    return render(request, "chat_live.html", who, **live)
+
+
+async def _chat_live(request: Request, conversation_id: str) -> dict[str, Any]:
+    who = session(request)
+    bearer = token(request, who)
+    view = await apis(request).conversation(bearer, conversation_id)
+    messages = [m for m in view["messages"] if m["role"] in ROLES_SHOWN]
+    refs: list[tuple[str, str]] = []
+    for m in messages:
+        for kind in ("proposal_id", "pause_point_id"):
+            if m.get(kind) and (kind, m[kind]) not in refs:
+                refs.append((kind, m[kind]))
+    built = await asyncio.gather(*(_card(request, bearer, kind, ref) for kind, ref in refs))
+    by_id = {ref: card for (_, ref), card in zip(refs, built, strict=True) if card}
+    shown: set[str] = set()
+    items = []
+    for m in messages:
+        attached = []
+        for kind in ("proposal_id", "pause_point_id"):
+            ref = m.get(kind)
+            if ref and ref in by_id and ref not in shown:
+                shown.add(ref)
+                attached.append(by_id[ref])
+        items.append({**m, "cards": attached})
+    digest = _version(view.get("turn_running"), [m["seq"] for m in messages], list(by_id.values()))
+    return {
+        "conversation": view,
+        "items": items,
+        "version": digest,
+        "can_talk": view["created_by"] == who.user_id,
+    }
+
+
+async def _card(request: Request, bearer: str, kind: str, ref: str) -> dict[str, Any] | None:
+    who = session(request)
+    try:
+        if kind == "proposal_id":
+            view = await apis(request).proposal(bearer, ref)
+            return cards.proposal(view, who, request.app.state.operations)
+        return cards.pause_point(await apis(request).pause_point(bearer, ref), who)
+    except ApiError:
+        return None
+
+
+def _version(*parts: Any) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+@router.get("/inbox", response_class=HTMLResponse)
+async def inbox(request: Request, notice: str | None = None) -> Response:
+    who = session(request)
+    return render(request, "inbox.html", who, notice=notice, **await _inbox_live(request))
+
+
+@router.get("/inbox/live", response_class=HTMLResponse)
+async def inbox_live(request: Request) -> Response:
+    who = session(request)
+    return render(request, "inbox_live.html", who, **await _inbox_live(request))
+
+
+async def _inbox_live(request: Request) -> dict[str, Any]:
+    who = session(request)
+    views = await apis(request).pending(token(request, who))
+    found = [cards.proposal(v, who, request.app.state.operations) for v in views]
+    return {"cards": found, "version": _version(found)}
+
+
+@router.get("/proposals/{proposal_id}", response_class=HTMLResponse)
+async def proposal_page(request: Request, proposal_id: str, notice: str | None = None) -> Response:
+    who = session(request)
+    view = await apis(request).proposal(token(request, who), proposal_id)
+    card = cards.proposal(view, who, request.app.state.operations)
+    return render(
+        request, "proposal.html", who, card=card, audit=view.get("audit", []), notice=notice
+    )
+
+
+@router.get("/proposals/{proposal_id}/live", response_class=HTMLResponse)
+async def proposal_live(request: Request, proposal_id: str) -> Response:
+    who = session(request)
+    view = await apis(request).proposal(token(request, who), proposal_id)
+    card = cards.proposal(view, who, request.app.state.operations)
+    return render(
+        request,
+        "proposal_live.html",
+        who,
+        card=card,
+        audit=view.get("audit", []),
+        version=_version(card, view.get("audit")),
+    )
+
+
+@router.get("/proposals/{proposal_id}/reconciliation", response_class=HTMLResponse)
+async def reconciliation_page(request: Request, proposal_id: str) -> Response:
+    who = session(request)
+    found = await apis(request).reconciliation(token(request, who), proposal_id)
+    return render(request, "reconciliation.html", who, proposal_id=proposal_id, page=found)
+
+
+def install_errors(app: FastAPI) -> None:
+    @app.exception_handler(SignInRequired)
+    async def _signin(request: Request, _: SignInRequired) -> Response:
+        if request.method == "GET" and not request.url.path.endswith("/live"):
+            return RedirectResponse("/signin", status_code=303)
+        return HTMLResponse("sign in", status_code=401)
+
+    @app.exception_handler(ApiError)
+    async def _api(request: Request, exc: ApiError) -> Response:
+        status = exc.status if exc.status in (401, 403, 404, 409) else 502
+        key = {403: "forbidden", 404: "not_found"}.get(status, "error")
+        try:
+            who = session(request)
+        except SignInRequired:
+            who = None
+        return render(request, "error.html", who, status_code=status, key=key)
