@@ -36,6 +36,7 @@ def processes() -> dict[str, tuple[str, str]]:
     env = os.environ
     port = {
         "agent": env.get("SIGNOFF_AGENT__PORT", "8001"),
+        "web": env.get("SIGNOFF_WEB__PORT", "8000"),
         "proposals": env.get("SIGNOFF_PROPOSALS__PORT", "8002"),
         "executor": env.get("SIGNOFF_EXECUTOR__PORT", "9103"),
         "reconciler": env.get("SIGNOFF_RECONCILER__PORT", "9104"),
@@ -44,7 +45,7 @@ def processes() -> dict[str, tuple[str, str]]:
     }
     table = {
         name: (f"{SIGNOFF} serve {name}", f"http://127.0.0.1:{port[name]}/healthz")
-        for name in ("proposals", "executor", "reconciler", "agent")
+        for name in ("proposals", "executor", "reconciler", "agent", "web")
     }
     table["provider"] = (
         f"{sys.executable} -m signoff_card_provider",
