@@ -17,6 +17,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+#: the process's entry frames, on every stack: not informative as "inclusive" areas
+_ROOTS = {"<string>", "typer", "signoff_cli", "click"}
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^:()]+)(?::\d+)?\)$")
 
 
@@ -52,12 +54,16 @@ class Recording:
 
 
 def _area(file: str) -> str:
+    """The package a frame's file belongs to (py-spy gives ``pkg/mod.py``, or full paths)."""
     if "site-packages/" in file:
         return file.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
     match = re.search(r"/(signoff_[a-z_]+)/", file)
     if match:
         return match.group(1)
-    return "python stdlib" if "/lib/python3" in file else file.rsplit("/", 1)[-1]
+    if "/lib/python3" in file:
+        return "python: " + file.split("/lib/python3", 1)[1].split("/")[1].removesuffix(".py")
+    head = file.split("/", 1)[0]
+    return head.removesuffix(".py")
 
 
 def summarize(path: Path, top: int = 12) -> dict[str, Any]:
@@ -75,7 +81,7 @@ def summarize(path: Path, top: int = 12) -> dict[str, Any]:
         match = _FRAME.match(leaf)
         n = int(count)
         total += n
-        for area in {_area(m["file"]) for f in frames if (m := _FRAME.match(f))}:
+        for area in {_area(m["file"]) for f in frames if (m := _FRAME.match(f))} - _ROOTS:
             inclusive[area] += n
         if match is None:
             areas[leaf] += n
