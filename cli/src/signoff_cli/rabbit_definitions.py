@@ -39,6 +39,8 @@ def permissions(service: str, topo: Topology) -> dict[str, str]:
     bound_from = [topo.name(topo.spec(q).exchange) for q in own]
     publishes = [topo.name(p.exchange) for p in PUBLISHES[service]]
     dlqs = [topo.dlq(spec.key) for spec in QUEUES] if service == DLQ_CONSUMER else []
+    if dlqs:
+        bound_from.append(topo.name("dlx"))  # the archive's subscribers bind each .dlq to it
     # every consumer may dead-letter (publish to dlx) and answer request-reply (default exchange)
     write = [*queues, *publishes, topo.name("dlx"), "amq.default"]
     if service == DLQ_CONSUMER:

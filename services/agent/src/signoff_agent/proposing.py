@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from faststream.exceptions import FastStreamException
 from faststream.rabbit import RabbitBroker
 from signoff_contracts.ids import new_id
@@ -14,6 +15,8 @@ from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AmqpSettings, AuthSettings
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+log = structlog.get_logger(__name__)
 
 
 class ProposalsUnavailable(Exception):
@@ -75,6 +78,7 @@ class Proposer:
             raise NotStored(
                 reason.code if reason else "not_stored", **(reason.params if reason else {})
             )
+        log.info("proposal.proposed", proposal_id=proposal_id, kind=op.kind)
         rendered = op.render_preview(resolved.preview, member.locale)
         return {
             "proposal": reply.proposal.model_dump(mode="json"),

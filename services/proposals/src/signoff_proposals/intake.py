@@ -90,6 +90,7 @@ async def _store(ctx: Context, tx: repo.Tx, msg: ProposalRequested) -> Any:
         or None,
     )
     await announce(ctx, tx, "created", row, causation_id=msg.message_id)
+    log.info("proposal.stored", proposal_id=row.id, kind=row.operation_kind)
     return row
 
 
