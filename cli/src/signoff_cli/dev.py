@@ -24,6 +24,7 @@ from signoff_runtime.migrations import upgrade_all
 from signoff_runtime.settings import ServiceSettings
 from sqlalchemy.engine import make_url
 
+from signoff_cli import rabbit_users
 from signoff_cli.database import ensure_database
 
 app = typer.Typer(no_args_is_help=True, help="Run signoff locally.")
@@ -112,6 +113,7 @@ def run(state_dir: Path = typer.Option(Path(".run"), help="Where local state is 
     for owner in upgrade_all(settings.db.url):
         typer.echo(f"migrated {owner}")
     demo = _seed_once(state_dir / "demo.json", fresh)
+    typer.echo(rabbit_users.apply(settings.amqp.prefix))
     table = processes()
     procfile = state_dir / "Procfile"
     procfile.write_text("".join(f"{name}: {cmd}\n" for name, (cmd, _) in table.items()))

@@ -92,7 +92,7 @@ def create_app(
     )
     app.include_router(propose.router)
     app.include_router(conversations.router)
-    install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok})
+    install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok}, settings)
     return app
 
 

@@ -64,7 +64,7 @@ def create_app(
     app.state.runtime = runtime
     app.include_router(routes.router(ctx))
     app.include_router(decision_routes.router(ctx))
-    install_standard_routes(app, {"db": runtime.db_ok, "broker": runtime.broker_ok})
+    install_standard_routes(app, {"db": runtime.db_ok, "broker": runtime.broker_ok}, settings)
     return app
 
 

@@ -1,4 +1,8 @@
-"""What every HTTP service answers besides its own routes: ``/healthz`` and ``/metrics``."""
+"""What every HTTP service answers besides its own routes: ``/healthz`` and ``/metrics``.
+
+Every service also refuses oversized bodies (``413``); given its settings, it limits each
+person's rate of approval and message requests too (``429``, see ``limits``).
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,21 @@ from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from signoff_runtime import problems, tracing
+from signoff_runtime import limits, problems, tracing
+from signoff_runtime.settings import LimitsSettings, ServiceSettings
 
 HealthCheck = Callable[[], Awaitable[bool]]
 
 
-def install_standard_routes(app: FastAPI, checks: dict[str, HealthCheck]) -> None:
+def install_standard_routes(
+    app: FastAPI, checks: dict[str, HealthCheck], settings: ServiceSettings | None = None
+) -> None:
     problems.install(app)
     app.add_middleware(tracing.HttpTraceMiddleware)
+    if settings is not None:
+        limits.install(app, settings.auth, settings.limits)
+    else:
+        app.add_middleware(limits.BodyLimitMiddleware, max_bytes=LimitsSettings().max_body_bytes)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:

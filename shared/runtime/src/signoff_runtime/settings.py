@@ -39,12 +39,26 @@ class AuthSettings(BaseModel):
     issuer: str = "signoff"
     audience: str = "signoff"
     token_ttl_s: int = Field(default=3600, ge=30)
+    #: an external OpenID Connect issuer's key set; when set, only its tokens are accepted
+    #: (signed with one of ``jwks_algorithms``, never HS256 — see docs/security.md)
+    jwks_url: str | None = None
+    jwks_algorithms: list[str] = Field(default_factory=lambda: ["RS256"], min_length=1)
+    #: the claim naming the person's organization (an issuer may call it otherwise)
+    org_claim: str = Field(default="org", min_length=1)
 
 
 class ContractSettings(BaseModel):
     signing_key: SecretStr = SecretStr(DEV_CONTRACT_KEY)
     #: how long after the claim an executor may still start a contract
     execute_within_s: int = Field(default=300, ge=1)
+
+
+class LimitsSettings(BaseModel):
+    """``SIGNOFF_LIMITS__*``. Defaults are generous on purpose: benchmarks raise them further."""
+
+    max_body_bytes: int = Field(default=256_000, ge=1024)
+    approvals_per_minute: int = Field(default=6000, ge=1)
+    messages_per_minute: int = Field(default=600, ge=1)
 
 
 class ServiceSettings(BaseSettings):
@@ -59,6 +73,7 @@ class ServiceSettings(BaseSettings):
     amqp: AmqpSettings = AmqpSettings()
     auth: AuthSettings = AuthSettings()
     contracts: ContractSettings = ContractSettings()
+    limits: LimitsSettings = LimitsSettings()
 
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> ServiceSettings:

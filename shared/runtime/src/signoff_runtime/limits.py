@@ -1,0 +1,158 @@
+"""Bounds on what one caller may make a service do: body sizes and per-person request rates.
+
+Both are plain ASGI middleware, so they run before FastAPI parses anything. A body over
+``SIGNOFF_LIMITS__MAX_BODY_BYTES`` is refused with ``413 payload_too_large`` without being read
+further. Approval and message requests are counted per person (the verified token's ``sub``) in an
+in-process token bucket: the limit is *per process*, so N replicas allow N times the rate — it
+protects a process from one person's flood, it is not a global quota (the proposals service's
+per-conversation and per-organization quotas are). A request whose token does not verify is not
+counted; the route answers it ``401``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from signoff_runtime.problems import MEDIA_TYPE, Problem
+from signoff_runtime.settings import AuthSettings, LimitsSettings
+from signoff_runtime.tokens import TokenInvalid, bearer, verify_token
+
+Scope = dict[str, Any]
+Receive = Callable[[], Any]
+Send = Callable[[dict[str, Any]], Any]
+
+
+#: which requests count as what: (method, path pattern, bucket name)
+RATED: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("POST", re.compile(r"^/v1/proposals/[^/]+/(approve|decline|revise)$"), "approvals"),
+    ("POST", re.compile(r"^/v1/pause-points/[^/]+/resolve$"), "approvals"),
+    ("POST", re.compile(r"^/v1/conversations/[^/]+/messages$"), "messages"),
+)
+
+
+async def _send_problem(send: Send, problem: Problem, headers: dict[str, str]) -> None:
+    body = json.dumps(problem.body()).encode()
+    raw = [(b"content-type", MEDIA_TYPE.encode()), (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    await send({"type": "http.response.start", "status": problem.status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimitMiddleware:
+    """Refuse a request body over ``max_bytes``: by its ``Content-Length``, or while streaming."""
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = Problem(
+            413, "payload_too_large", "The request body is too large.", max_bytes=self.max_bytes
+        )
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await _send_problem(send, too_large, {})
+            return
+        if declared is not None:
+            await self.app(scope, receive, send)
+            return
+        # no length announced (chunked): read it all, counting, then replay it
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                await _send_problem(send, too_large, {})
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        replayed = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return replayed
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+@dataclass
+class TokenBuckets:
+    """``rate`` requests per minute per key, with a burst of ``rate``; ``clock`` is monotonic."""
+
+    rate: int
+    clock: Callable[[], float] = time.monotonic
+    _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def take(self, key: str) -> float:
+        """0 if allowed now, else the seconds until one request would be."""
+        now = self.clock()
+        tokens, last = self._buckets.get(key, (float(self.rate), now))
+        tokens = min(float(self.rate), tokens + (now - last) * self.rate / 60.0)
+        if tokens >= 1.0:
+            self._buckets[key] = (tokens - 1.0, now)
+            return 0.0
+        self._buckets[key] = (tokens, now)
+        if len(self._buckets) > 100_000:  # bounded memory: forget the oldest half
+            for stale in sorted(self._buckets, key=lambda k: self._buckets[k][1])[:50_000]:
+                del self._buckets[stale]
+        return (1.0 - tokens) * 60.0 / self.rate
+
+
+class RateLimitMiddleware:
+    """``429 rate_limited`` with ``Retry-After`` once a person exceeds a bucket's rate."""
+
+    def __init__(self, app: Any, auth: AuthSettings, limits: LimitsSettings) -> None:
+        self.app = app
+        self.auth = auth
+        self.buckets = {
+            "approvals": TokenBuckets(limits.approvals_per_minute),
+            "messages": TokenBuckets(limits.messages_per_minute),
+        }
+
+    def _bucket(self, scope: Scope) -> str | None:
+        for method, pattern, name in RATED:
+            if scope.get("method") == method and pattern.match(scope.get("path", "")):
+                return name
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        name = self._bucket(scope) if scope["type"] == "http" else None
+        if name is not None:
+            header = dict(scope.get("headers") or []).get(b"authorization")
+            try:
+                claims = verify_token(self.auth, bearer(header.decode() if header else None))
+            except TokenInvalid:
+                claims = None  # the route answers 401
+            if claims is not None:
+                wait = self.buckets[name].take(f"{claims.org}/{claims.sub}")
+                if wait > 0:
+                    retry = str(max(1, math.ceil(wait)))
+                    problem = Problem(
+                        429, "rate_limited", "Too many requests; try again later.", bucket=name
+                    )
+                    await _send_problem(send, problem, {"Retry-After": retry})
+                    return
+        await self.app(scope, receive, send)
+
+
+def install(app: Any, auth: AuthSettings, limits: LimitsSettings) -> None:
+    """Add both middlewares (the body limit outermost, so nothing reads an oversized body)."""
+    app.add_middleware(RateLimitMiddleware, auth=auth, limits=limits)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
