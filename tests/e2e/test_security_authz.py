@@ -318,3 +318,23 @@ async def test_a_role_changed_after_proposing_is_forbidden_at_approval_and_audit
     shown = await stack.proposal(viewer_now, pid)
     assert shown["status"] == "pending"
     assert "approve_forbidden" in [e["action"] for e in shown["audit"]]
+
+
+async def test_zz_no_service_log_holds_a_token_a_secret_or_a_card_number(
+    stack: Stack, world: dict[str, Any]
+) -> None:
+    """Runs last in the module: every service's log so far, against what this module issued."""
+    import re
+
+    from signoff_runtime.settings import DEV_CONTRACT_KEY, DEV_TOKEN_SECRET
+
+    card = re.compile(r"\b(?:\d[ -]?){13,19}\b")
+    secrets = [DEV_TOKEN_SECRET, DEV_CONTRACT_KEY, world["manager"], world["viewer"]]
+    secrets.append(world["stranger"])
+    logs = sorted(stack.log_dir.glob("*"))
+    assert logs, "the stack writes its logs there"
+    for path in logs:
+        text = path.read_text(errors="replace")
+        for secret in secrets:
+            assert secret not in text, path.name
+        assert not [m for m in card.findall(text) if len(re.sub(r"\D", "", m)) >= 13], path.name
