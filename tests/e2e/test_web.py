@@ -194,11 +194,11 @@ async def test_decline_with_reason_and_edit_supersedes(
     old_id = await old.get_attribute("data-card")
     await expect(old).to_contain_text("Credit on the participant's account")
     case = club["refund_case"]
-    await old.get_by_text("Edit").click()
-    await old.get_by_label("payment_id").fill(case["payment_id"])
-    await old.get_by_label("line_item_id").fill(case["line_item_id"])
-    await old.get_by_label("discount_id").fill(case["discount_id"])
-    await old.get_by_label("destination").select_option("original_payment_method")
+    await old.get_by_text("Edit", exact=True).click()
+    await old.get_by_label("Payment Id").fill(case["payment_id"])
+    await old.get_by_label("Line Item Id").fill(case["line_item_id"])
+    await old.get_by_label("Discount Id").fill(case["discount_id"])
+    await old.get_by_label("Destination").select_option("original_payment_method")
     stale_approve = await tab.page.content()  # the old card's form, kept to replay below
     await old.get_by_role("button", name="Prepare a new proposal").click()
     superseded = tab.page.locator(f"article[data-card='{old_id}']")
@@ -233,10 +233,11 @@ async def test_pause_points_resolved_in_browser(
         await card.get_by_role("button", name="Account credit").click()
         answer = "Account credit"
     else:
-        await card.get_by_label("sessions").fill("not a number")
+        await card.get_by_label("sessions").fill("-1")  # below the schema's minimum
         await card.get_by_label("season (required)").select_option("winter")
         await card.get_by_role("button", name="Submit").click()
-        await tab.page.wait_for_url("**notice=invalid**")  # validated by the proposals service
+        # validated by the proposals service, which refuses it
+        await expect(tab.page.get_by_role("status")).to_contain_text("Not valid", timeout=WAIT_MS)
         card = tab.page.locator("article.pause[data-status=pending]")
         await card.get_by_label("season (required)").select_option("winter")
         await card.get_by_label("sessions").fill("7")

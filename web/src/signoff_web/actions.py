@@ -121,7 +121,7 @@ async def resolve(request: Request, pause_point_id: str) -> Response:
     command = ResolvePausePoint(
         token=token(request, who),
         pause_point_id=pause_point_id,
-        action=action,  # type: ignore[arg-type]
+        action=action,
         option=form.get("option") or None,
         data=data,
         reply=form.get("reply", "").strip()[:2000] or None,

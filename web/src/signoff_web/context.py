@@ -7,6 +7,7 @@ from typing import Any
 
 import jinja2
 from fastapi import HTTPException, Request
+from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 from signoff_runtime.tokens import issue_token
 
@@ -78,11 +79,12 @@ def local_path(target: str | None, fallback: str = "/") -> str:
 
 def render(
     request: Request, name: str, who: Session | None, status_code: int = 200, **ctx: Any
-) -> Any:
+) -> Response:
     locale = who.locale if who else "en"
-    return templates.TemplateResponse(
+    response: Response = templates.TemplateResponse(
         request,
         name,
         {"who": who, "locale": locale, "status_of": texts.status, **ctx},
         status_code=status_code,
     )
+    return response
