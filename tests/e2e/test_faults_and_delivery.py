@@ -96,13 +96,15 @@ async def test_a_changed_audience_requires_revision(stack: Stack) -> None:
         {"segment_ids": case["segment_ids"], "subject": "Hello", "body": "News."},
     )
     proposal_id = created.json()["proposal"]["id"]
-    async with stack.engine.begin() as conn:
+    newcomer = new_id("par")
+    async with stack.engine.begin() as conn:  # a new participant joins: the audience grows
         await conn.execute(
-            text(
-                "DELETE FROM club.segment_members WHERE ctid IN (SELECT ctid FROM "
-                "club.segment_members WHERE segment_id = :s LIMIT 1)"
-            ),
-            {"s": case["segment_ids"][0]},
+            text("INSERT INTO club.participants (id, organization_id, name) VALUES (:p, :o, :n)"),
+            {"p": newcomer, "o": org["id"], "n": "New Member"},
+        )
+        await conn.execute(
+            text("INSERT INTO club.segment_members (segment_id, participant_id) VALUES (:s, :p)"),
+            {"s": case["segment_ids"][0], "p": newcomer},
         )
 
     assert (await stack.approve(token, proposal_id)).json()["result"] == "claimed"
