@@ -86,7 +86,7 @@ class HttpTraceMiddleware:
             await self.app(scope, receive, send_with_trace)
 
 
-class TraceMiddleware(BaseMiddleware):  # type: ignore[type-arg]
+class TraceMiddleware(BaseMiddleware):
     """FastStream middleware: add the current trace to every publish (request-reply included)
     and bind an incoming message's trace while its handler runs."""
 
