@@ -18,12 +18,12 @@ from fastapi import FastAPI
 from signoff_contracts.operations import check_operation
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
+from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, load_operations
 from signoff_runtime.service import Runtime
 
 from signoff_executor import handlers, tables
 from signoff_executor.execution import Executor
-from signoff_executor.providers import Providers
 from signoff_executor.settings import ExecutorSettings
 
 log = structlog.get_logger(__name__)

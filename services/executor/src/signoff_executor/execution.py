@@ -35,6 +35,7 @@ from signoff_contracts.outcomes import (
 from signoff_contracts.v1 import ExecutionContract
 from signoff_runtime import signing
 from signoff_runtime.consumer import PermanentError
+from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.topology import Topology
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -42,7 +43,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from signoff_executor import domain, metrics, outbox, repository, unit_of_work
 from signoff_executor.domain import Attempting, Concluded, Duplicate, Step
 from signoff_executor.errors import is_transient
-from signoff_executor.providers import Providers
 
 log = structlog.get_logger(__name__)
 External = ExternalOperation[Any, Any, Any, Any, Any]

@@ -12,12 +12,12 @@ from fastapi import FastAPI
 from signoff_contracts.operations import check_operation
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
+from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, load_operations
 from signoff_runtime.service import Runtime
 
 from signoff_reconciler import dead_letters, handlers, tables
 from signoff_reconciler.checks import Checker
-from signoff_reconciler.providers import Providers
 from signoff_reconciler.settings import ReconcilerSettings
 
 

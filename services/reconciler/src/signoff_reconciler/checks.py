@@ -32,13 +32,13 @@ import structlog
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import ExternalOperation
 from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, TerminalFailure
+from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.topology import Topology
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_reconciler import metrics, reports, repository
 from signoff_reconciler.domain import backoff_s
-from signoff_reconciler.providers import Providers
 from signoff_reconciler.repository import Check
 from signoff_reconciler.settings import ReconcilerGroup
 

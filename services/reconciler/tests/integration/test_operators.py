@@ -18,8 +18,8 @@ from signoff_contracts.v1 import OutcomeReported, ReconciliationChecked, Reconci
 from signoff_reconciler import handlers, metrics, operators, repository
 from signoff_reconciler.checks import Checker
 from signoff_reconciler.operators import OperatorRefused
-from signoff_reconciler.providers import Providers
 from signoff_reconciler.settings import ReconcilerGroup
+from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations
 from signoff_runtime.topology import Topology
 from sqlalchemy import text

@@ -18,8 +18,8 @@ from signoff_contracts.v1 import OutcomeReported, ReconciliationRequired
 from signoff_reconciler import repository
 from signoff_reconciler.app import create_app
 from signoff_reconciler.checks import Checker
-from signoff_reconciler.providers import Providers
 from signoff_reconciler.settings import ReconcilerGroup, ReconcilerSettings
+from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations
 from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import ROUTING_KEYS, Topology

@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from signoff_contracts.operations import AnyOperation, ExternalOperation
+
 from signoff_runtime.registry import Operations
 
 
