@@ -1,4 +1,5 @@
-"""Per-service broker users: the agent cannot publish execution contracts or outcomes.
+"""Per-service broker users: the agent cannot publish execution contracts, the web cannot
+publish outcomes.
 
 Creates the users of ``signoff_cli.rabbit_users`` in a fresh vhost of the local broker with
 ``rabbitmqctl`` (as ``make run`` does in ``/``), declares the topology as guest, and publishes as
@@ -39,7 +40,7 @@ def vhost() -> str:  # type: ignore[misc]
             ctl(*args)
     yield f"{name}|{prefix}"
     ctl("delete_vhost", name)
-    for service in ("agent", "proposals", "executor", "reconciler"):
+    for service in ("agent", "proposals", "executor", "reconciler", "web"):
         subprocess.run(
             ["rabbitmqctl", "-q", "delete_user", f"{prefix}-{service}"],
             capture_output=True,
@@ -73,3 +74,19 @@ async def test_the_agents_user_may_ask_proposals_but_never_publish_contracts_or_
     for refused in ("contracts", "outcomes"):
         with pytest.raises(ChannelClosed, match="ACCESS_REFUSED"):
             await publish(agent, topology.name(refused), ROUTING_KEYS["executor.contracts"])
+
+
+async def test_the_webs_user_may_send_approval_commands_but_never_outcomes_or_contracts(
+    vhost: str,
+) -> None:
+    name, prefix = vhost.split("|")
+    topology = Topology(prefix, 3)
+    guest = await aio_pika.connect(f"amqp://guest:guest@127.0.0.1:5672/{quote(name, safe='')}")
+    async with guest:
+        await topology.declare(await guest.channel())
+    web = f"amqp://{prefix}-web:web-dev-password@127.0.0.1:5672/{quote(name, safe='')}"
+
+    await publish(web, topology.name("commands"), ROUTING_KEYS["proposals.approvals"])
+    for refused, key in (("outcomes", "proposals.outcomes"), ("contracts", "executor.contracts")):
+        with pytest.raises(ChannelClosed, match="ACCESS_REFUSED"):
+            await publish(web, topology.name(refused), ROUTING_KEYS[key])

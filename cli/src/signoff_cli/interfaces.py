@@ -61,6 +61,7 @@ CONSUMES: dict[str, tuple[Consumed, ...]] = {
     ),
     "executor": (Consumed("executor.contracts", _types("ExecutionContract")),),
     "reconciler": (Consumed("reconciler.required", _types("ReconciliationRequired")),),
+    "web": (),  # the web frontend only asks: its replies come on the direct reply-to
 }
 
 PUBLISHES: dict[str, tuple[Published, ...]] = {
@@ -83,6 +84,14 @@ PUBLISHES: dict[str, tuple[Published, ...]] = {
     "reconciler": (
         Published("outcomes", "execution.outcome", _types("OutcomeReported")),
         Published("outcomes", "execution.reconciliation_checked", _types("ReconciliationChecked")),
+    ),
+    "web": (
+        Published(
+            "commands",
+            "approval.command",
+            _types("ApproveProposal", "DeclineProposal", "ReviseProposal", "ResolvePausePoint"),
+            True,
+        ),
     ),
 }
 

@@ -21,7 +21,7 @@ from signoff_runtime.topology import EXCHANGES, QUEUES, Topology
 from signoff_cli.interfaces import CONSUMES, DLQ_CONSUMER, PUBLISHES
 
 VHOST = "/"
-SERVICES = ("agent", "proposals", "executor", "reconciler")
+SERVICES = ("agent", "proposals", "executor", "reconciler", "web")
 
 
 def password_hash(password: str, salt: bytes) -> str:

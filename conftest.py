@@ -1,0 +1,48 @@
+"""Repository-wide test hooks.
+
+At the end of every session, every log file the tests' processes wrote (the services started by
+end-to-end tests, ``make run`` in a clone, the benchmark) is scanned for bearer tokens, the
+configured secrets and card numbers. One leak fails the session, whichever test caused it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from signoff_runtime.settings import DEV_CONTRACT_KEY, DEV_TOKEN_SECRET
+
+_JWT = re.compile(r"eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}")
+_PAN = re.compile(r"(?<![\w.])\d{15,16}(?![\w.])")
+
+
+def _luhn(number: str) -> bool:
+    total = 0
+    for i, digit in enumerate(int(d) for d in reversed(number)):
+        total += (digit * 2 - 9 if digit * 2 > 9 else digit * 2) if i % 2 else digit
+    return total % 10 == 0
+
+
+def leaks(text: str) -> list[str]:
+    found = [f"bearer token {m.group()[:12]}…" for m in _JWT.finditer(text)]
+    found += [f"secret {s[:8]}…" for s in (DEV_TOKEN_SECRET, DEV_CONTRACT_KEY) if s in text]
+    found += [f"card-like number {m.group()[:4]}…" for m in _PAN.finditer(text) if _luhn(m.group())]
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    base = Path(factory.getbasetemp())
+    problems = []
+    for log in sorted(base.rglob("*.log")):
+        for leak in leaks(log.read_text(errors="replace")):
+            problems.append(f"{log.relative_to(base)}: {leak}")
+    if problems:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = "secrets in the logs of this session:\n  " + "\n  ".join(problems[:50])
+        if reporter is not None:
+            reporter.write_line(message, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

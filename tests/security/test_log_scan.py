@@ -1,0 +1,33 @@
+"""The session-wide log scan (root ``conftest.py``) finds what it must and nothing else."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from signoff_runtime.settings import AuthSettings
+from signoff_runtime.tokens import issue_token
+
+_spec = importlib.util.spec_from_file_location(
+    "repo_conftest", Path(__file__).resolve().parents[2] / "conftest.py"
+)
+assert _spec and _spec.loader
+repo_conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(repo_conftest)
+
+
+def test_a_token_a_secret_and_a_card_number_are_found() -> None:
+    token = issue_token(AuthSettings(), "usr_1", "org_1")
+    secret = AuthSettings().secret.get_secret_value()
+    text = f"a {token} b\nkey={secret}\npan 4242424242424242 end"
+    found = repo_conftest.leaks(text)
+    assert len(found) == 3, found
+
+
+def test_ids_timestamps_and_amounts_are_not_leaks() -> None:
+    text = (
+        '{"proposal_id": "prp_01m8n7cetbs4d3shzzmtdt8hdx", "at": 1732950000000, '
+        '"amount_cents": 3500, "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", '
+        '"ref": "ch_1234567890123456x"}'
+    )
+    assert repo_conftest.leaks(text) == []
