@@ -228,7 +228,11 @@ def block(run: Run) -> str:
             "",
             "Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
             "",
-            "Sizes: " + ", ".join(f"{k}={val}" for k, val in run.config.items()) + ".",
+            "Sizes: "
+            + ", ".join(
+                f"{k}={val}" for k, val in run.config.items() if k not in ("doc", "json_out")
+            )
+            + ".",
             "",
             comparison(run),
             "",
