@@ -64,55 +64,32 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
             decoder=_raw_body,
         )
 
-    @subscriber("proposals.requests")
-    async def on_proposal_requested(msg: RabbitMessage) -> None:
-        await settle(
-            msg,
-            broker=broker,
-            topology=topo,
-            queue_key="proposals.requests",
-            work=_answered(ctx, broker, msg, "proposals.requests", _intake),
-        )
+    def consume(key: str, work: Callable[[RabbitMessage], Callable[[], Awaitable[None]]]) -> None:
+        async def handler(msg: RabbitMessage) -> None:
+            await settle(msg, broker=broker, topology=topo, queue_key=key, work=work(msg))
 
-    @subscriber("proposals.approvals")
-    async def on_approval_command(msg: RabbitMessage) -> None:
-        await settle(
-            msg,
-            broker=broker,
-            topology=topo,
-            queue_key="proposals.approvals",
-            work=_answered(ctx, broker, msg, "proposals.approvals", _command),
-        )
+        handler.__name__ = handler.__qualname__ = f"on_{key.replace('.', '_').replace('-', '_')}"
+        subscriber(key)(handler)
 
-    @subscriber("proposals.pause-points")
-    async def on_pause_point_requested(msg: RabbitMessage) -> None:
-        await settle(
-            msg,
-            broker=broker,
-            topology=topo,
-            queue_key="proposals.pause-points",
-            work=_answered(ctx, broker, msg, "proposals.pause-points", _pause_point),
-        )
+    # request-reply queues: a final failure still gets a typed rejection
+    answered = {
+        "proposals.requests": _intake,
+        "proposals.approvals": _command,
+        "proposals.pause-points": _pause_point,
+    }
+    for key, handle in answered.items():
+        consume(key, _answering(ctx, broker, key, handle))
+    consume("proposals.outcomes", lambda msg: lambda: _outcome(ctx, msg))
+    consume("proposals.reconciliation", lambda msg: lambda: _reconciliation_checked(ctx, msg))
 
-    @subscriber("proposals.outcomes")
-    async def on_outcome(msg: RabbitMessage) -> None:
-        await settle(
-            msg,
-            broker=broker,
-            topology=topo,
-            queue_key="proposals.outcomes",
-            work=lambda: _outcome(ctx, msg),
-        )
 
-    @subscriber("proposals.reconciliation")
-    async def on_reconciliation_checked(msg: RabbitMessage) -> None:
-        await settle(
-            msg,
-            broker=broker,
-            topology=topo,
-            queue_key="proposals.reconciliation",
-            work=lambda: _reconciliation_checked(ctx, msg),
-        )
+def _answering(
+    ctx: Context,
+    broker: RabbitBroker,
+    key: str,
+    handle: Callable[[Context, RabbitBroker, Message], Awaitable[None]],
+) -> Callable[[RabbitMessage], Callable[[], Awaitable[None]]]:
+    return lambda msg: _answered(ctx, broker, msg, key, handle)
 
 
 def _answered(
