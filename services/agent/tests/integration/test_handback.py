@@ -254,20 +254,21 @@ async def test_a_superseding_proposal_replaces_the_card(
     async def replaced() -> dict[str, Any] | None:
         view = (await agent.get(f"/v1/conversations/{conversation}", headers=auth(club))).json()
         cards = view["cards"]
+        codes = {(m["code"], m["proposal_id"]) for m in view["messages"] if m["role"] == "app"}
+        # the two events may be handled in either order: wait for both to be written
         if (
             cards.get(new.proposal_id, {}).get("replaces")
             and cards[stored.proposal_id]["status"] == "superseded"
+            and ("proposal_ready", new.proposal_id) in codes
         ):
             return dict(view)
         return None
 
-    view = await wait_until(replaced, what="the new card")
+    view = await wait_until(replaced, what="the new card and its message")
     assert view["cards"][stored.proposal_id]["replaced_by"] == new.proposal_id
+    assert view["cards"][new.proposal_id]["replaces"] == stored.proposal_id
     codes = [(m["code"], m["proposal_id"]) for m in view["messages"] if m["role"] == "app"]
-    assert ("proposal_revised", new.proposal_id) in codes and (
-        "proposal_ready",
-        new.proposal_id,
-    ) in codes
+    assert codes.count(("proposal_revised", new.proposal_id)) == 1
 
 
 async def test_a_pause_point_halts_then_its_resolution_runs_the_next_turn_once(
