@@ -19,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.registry import Operations, load_operations
 from signoff_runtime.service import Runtime
+from signoff_runtime.settings import load as load_settings
 
 from signoff_web import actions, pages
 from signoff_web.apis import Apis
@@ -71,7 +72,7 @@ def create_app(
 
 
 def serve() -> None:
-    settings = WebSettings()
+    settings = load_settings(WebSettings, "web")
     uvicorn.run(
         create_app(settings),
         host=settings.web.host,

@@ -19,6 +19,7 @@ from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.service import Runtime
+from signoff_runtime.settings import load as load_settings
 
 from signoff_agent import conversations, propose, streams
 from signoff_agent.handlers import Consumers
@@ -97,7 +98,7 @@ def create_app(
 
 
 def serve() -> None:
-    settings = AgentSettings()
+    settings = load_settings(AgentSettings, "agent")
     uvicorn.run(
         create_app(settings),
         host=settings.agent.host,

@@ -21,6 +21,7 @@ from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, load_operations
 from signoff_runtime.service import Runtime
+from signoff_runtime.settings import load as load_settings
 
 from signoff_executor import handlers, tables
 from signoff_executor.execution import Executor
@@ -75,7 +76,7 @@ def create_app(settings: ExecutorSettings, operations: Operations | None = None)
 
 def serve(operations: Operations | None = None) -> None:
     """Run the executor until SIGTERM/SIGINT (entry point ``signoff.services: executor``)."""
-    settings = ExecutorSettings()
+    settings = load_settings(ExecutorSettings, "executor")
     app = create_app(settings, operations)
     uvicorn.run(
         app,

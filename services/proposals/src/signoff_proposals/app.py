@@ -19,6 +19,7 @@ from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
 from signoff_runtime.service import Runtime
+from signoff_runtime.settings import load as load_settings
 
 from signoff_proposals import (
     decision_routes,
@@ -104,7 +105,7 @@ def _loops(ctx: Context, runtime: Runtime) -> list[sweeps.Loop]:
 
 def serve() -> None:
     """Run the service on ``SIGNOFF_PROPOSALS__HOST``:``SIGNOFF_PROPOSALS__PORT`` until SIGTERM."""
-    settings = ProposalsSettings()
+    settings = load_settings(ProposalsSettings, "proposals")
     uvicorn.run(
         create_app(settings),
         host=settings.proposals.host,

@@ -15,6 +15,7 @@ from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, load_operations
 from signoff_runtime.service import Runtime
+from signoff_runtime.settings import load as load_settings
 
 from signoff_reconciler import dead_letters, handlers, tables
 from signoff_reconciler.checks import Checker
@@ -70,7 +71,7 @@ def create_app(settings: ReconcilerSettings, operations: Operations | None = Non
 
 def serve(operations: Operations | None = None) -> None:
     """Run the reconciler until SIGTERM/SIGINT (entry point ``signoff.services: reconciler``)."""
-    settings = ReconcilerSettings()
+    settings = load_settings(ReconcilerSettings, "reconciler")
     app = create_app(settings, operations)
     uvicorn.run(
         app,

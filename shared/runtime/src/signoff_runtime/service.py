@@ -44,6 +44,8 @@ class Runtime:
         cls, name: str, settings: ServiceSettings, graceful_timeout_s: float = 20.0
     ) -> Runtime:
         logs.configure(name, settings.log_level, settings.log_json)
+        if switches := settings.unsafe.enabled():
+            log.warning("service.unsafe_switches_on", service=name, switches=switches)
         broker = RabbitBroker(
             settings.amqp.url,
             graceful_timeout=graceful_timeout_s,

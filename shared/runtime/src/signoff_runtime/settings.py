@@ -2,14 +2,25 @@
 
 Nested groups use ``__``: ``SIGNOFF_DB__URL``, ``SIGNOFF_AMQP__PREFIX``. Each service subclasses
 ``ServiceSettings`` and adds its own group. Outside development, placeholder secrets are refused
-at start-up rather than discovered in production.
+at start-up rather than discovered in production; so is any negative-control switch
+(``SIGNOFF_UNSAFE__*``) outside ``SIGNOFF_ENV=test``. ``load`` turns such a refusal into one clear
+line on stderr and a non-zero exit instead of a traceback.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import sys
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEV_TOKEN_SECRET = "dev-only-token-secret-do-not-deploy-0000000000"  # noqa: S105
@@ -61,6 +72,29 @@ class LimitsSettings(BaseModel):
     messages_per_minute: int = Field(default=600, ge=1)
 
 
+class UnsafeSettings(BaseModel):
+    """``SIGNOFF_UNSAFE__*``: negative controls. Each switch turns ONE protection off, so that the
+    fault suite can prove its checker notices the violation that protection prevents. Every
+    switch is refused outside ``SIGNOFF_ENV=test`` (see docs/reliability.md)."""
+
+    #: the executor ignores its dedup row: a redelivered contract executes again
+    no_dedup: bool = False
+    #: the approval claim drops its status condition: racing approvals (or an approval racing a
+    #: decline) can both win
+    claim_without_status: bool = False
+    #: the club's card refund sends a fresh idempotency key per provider call
+    random_idempotency_key: bool = False
+    #: messages of a state change are published directly after its commit (best effort) instead
+    #: of written to the outbox in its transaction
+    publish_without_outbox: bool = False
+    #: the outbox relay commits rows as sent before the broker confirms their publish
+    mark_sent_before_confirm: bool = False
+
+    def enabled(self) -> list[str]:
+        """The environment variables of the switches that are on."""
+        return [f"SIGNOFF_UNSAFE__{name.upper()}" for name, on in self if on]
+
+
 class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SIGNOFF_", env_nested_delimiter="__", extra="ignore", env_file=None
@@ -74,6 +108,19 @@ class ServiceSettings(BaseSettings):
     auth: AuthSettings = AuthSettings()
     contracts: ContractSettings = ContractSettings()
     limits: LimitsSettings = LimitsSettings()
+    unsafe: UnsafeSettings = UnsafeSettings()
+
+    @field_validator("unsafe")
+    @classmethod
+    def _unsafe_only_in_tests(cls, unsafe: UnsafeSettings, info: ValidationInfo) -> UnsafeSettings:
+        # ``env`` is absent from ``info.data`` when it failed itself: refused then too
+        env = info.data.get("env")
+        if unsafe.enabled() and env != "test":
+            raise ValueError(
+                f"{', '.join(unsafe.enabled())}: negative-control switches turn a protection off "
+                f"and are refused unless SIGNOFF_ENV=test (it is {env or 'not valid'!r})"
+            )
+        return unsafe
 
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> ServiceSettings:
@@ -83,3 +130,33 @@ class ServiceSettings(BaseSettings):
             if self.contracts.signing_key.get_secret_value() == DEV_CONTRACT_KEY:
                 raise ValueError("SIGNOFF_CONTRACTS__SIGNING_KEY must be set outside development")
         return self
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load(settings_class: type[S], service: str) -> S:
+    """Read a service's settings, or end the process with one line per refusal (exit code 2).
+
+    A refused setting is an operator's mistake, not a crash: it deserves a sentence naming the
+    variable, not a traceback.
+    """
+    try:
+        return settings_class()
+    except ValidationError as exc:
+        for line in refusals(exc):
+            sys.stderr.write(f"signoff {service}: refusing to start: {line}\n")
+        raise SystemExit(2) from None
+
+
+def refusals(exc: ValidationError) -> list[str]:
+    """Each error as the environment variable it concerns and what is wrong with it."""
+    lines = []
+    for error in exc.errors(include_url=False, include_input=False):
+        message = str(error["msg"]).removeprefix("Value error, ")
+        location = "__".join(str(part) for part in error["loc"]).upper()
+        if error["type"] == "value_error":
+            lines.append(message)
+        else:
+            lines.append(f"SIGNOFF_{location}: {message}" if location else message)
+    return lines
