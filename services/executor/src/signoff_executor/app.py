@@ -54,6 +54,7 @@ def create_app(settings: ExecutorSettings, operations: Operations | None = None)
         settings.amqp.url,
         runtime.topology,
         publish_timeout_s=settings.amqp.publish_timeout_s,
+        mark_before_confirm=settings.unsafe.mark_sent_before_confirm,
     )
     runtime.loops.append(relay.run)
 

@@ -77,6 +77,7 @@ def _loops(ctx: Context, runtime: Runtime) -> list[sweeps.Loop]:
         ctx.settings.amqp.url,
         runtime.topology,
         publish_timeout_s=ctx.settings.amqp.publish_timeout_s,
+        mark_before_confirm=ctx.settings.unsafe.mark_sent_before_confirm,
     )
 
     async def outbox_relay() -> None:

@@ -46,6 +46,7 @@ def create_app(settings: ReconcilerSettings, operations: Operations | None = Non
         settings.amqp.url,
         runtime.topology,
         publish_timeout_s=settings.amqp.publish_timeout_s,
+        mark_before_confirm=settings.unsafe.mark_sent_before_confirm,
     )
     runtime.loops.extend([checker.run, relay.run])
 

@@ -123,6 +123,7 @@ class OutboxRelay:
         batch: int = 200,
         poll_s: float = 1.0,
         publish_timeout_s: float = 10.0,
+        mark_before_confirm: bool = False,
     ) -> None:
         self._engine = engine
         self._table = table
@@ -133,6 +134,8 @@ class OutboxRelay:
         self._timeout = publish_timeout_s
         self._wake = asyncio.Event()
         self._channel: aio_pika.abc.AbstractChannel | None = None
+        #: SIGNOFF_UNSAFE__MARK_SENT_BEFORE_CONFIRM, a negative control (``SIGNOFF_ENV=test`` only)
+        self._mark_before_confirm = mark_before_confirm
 
     async def run(self) -> None:
         connection = await aio_pika.connect_robust(self._amqp_url)
@@ -183,6 +186,8 @@ class OutboxRelay:
 
     async def drain(self) -> int:
         """Publish one batch of due rows; return how many rows were taken."""
+        if self._mark_before_confirm:
+            return await self._drain_marking_first()
         assert self._channel is not None, "run() opens the channel"
         schema = self._table.schema
         async with self._engine.begin() as conn:
@@ -209,6 +214,34 @@ class OutboxRelay:
                 if res is not None
             ]
             await self._mark(conn, sent, failed)
+        return len(rows)
+
+    async def _drain_marking_first(self) -> int:
+        """The negative control ``SIGNOFF_UNSAFE__MARK_SENT_BEFORE_CONFIRM``: commit a batch as
+        sent, then publish it. A crash (or a refused publish) before the confirm loses the message —
+        exactly what ``drain`` exists to prevent."""
+        schema = self._table.schema
+        async with self._engine.begin() as conn:
+            rows = (
+                await conn.execute(
+                    text(
+                        f"UPDATE {schema}.outbox SET sent_at = now(), attempts = attempts + 1 "  # noqa: S608
+                        f"WHERE id IN (SELECT id FROM {schema}.outbox WHERE sent_at IS NULL "
+                        "AND available_at <= now() ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED) "
+                        "RETURNING id, message_id, exchange, routing_key, message_type, "
+                        "correlation_id, body, headers"
+                    ),
+                    {"n": self._batch},
+                )
+            ).all()
+        results = await asyncio.gather(
+            *(self._publish(row) for row in rows), return_exceptions=True
+        )
+        for row, result in zip(rows, results, strict=True):
+            if result is not None:
+                log.warning(
+                    "outbox.unsafe_message_lost", schema=schema, row=row.id, error=repr(result)
+                )
         return len(rows)
 
     async def _publish(self, row: Any) -> None:
