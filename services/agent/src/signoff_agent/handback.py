@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
 from signoff_contracts.outcomes import (
     NeedsReconciliation,
     RevisionRequired,
@@ -28,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_agent import repository as repo
 
+log = structlog.get_logger(__name__)
 _DECLINE_CHARS = 500
 
 
@@ -116,6 +118,8 @@ async def apply(conn: AsyncConnection, event: ProposalEvent) -> bool:
             written = True
             if notice.note:
                 await repo.add_note(conn, conversation.id, view.id, notice.note, notice.params)
+    # under the trace of the turn that proposed it: the conversation's end of the trace
+    log.info("handback.applied", proposal_id=view.id, change=event.event, written=written)
     return written
 
 
