@@ -16,6 +16,7 @@ import structlog
 import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import check_operation
+from signoff_runtime import unsafe
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.providers import Providers
@@ -46,6 +47,8 @@ def create_app(settings: ExecutorSettings, operations: Operations | None = None)
         signing_key=settings.contracts.signing_key,
         providers=providers,
         perform_timeout_s=settings.executor.perform_timeout_s,
+        no_dedup=settings.unsafe.no_dedup,
+        direct=unsafe.direct_publisher(runtime),
     )
     handlers.register(runtime, executor, prefetch=settings.executor.prefetch)
     relay = OutboxRelay(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, cast
 
 import structlog
@@ -38,6 +39,7 @@ from signoff_runtime.consumer import PermanentError
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.topology import Topology
+from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_executor import domain, metrics, outbox, repository, unit_of_work
@@ -58,6 +60,8 @@ class Executor:
         signing_key: SecretStr,
         providers: Providers,
         perform_timeout_s: float,
+        no_dedup: bool = False,
+        direct: DirectPublisher | None = None,
     ) -> None:
         self._engine = engine
         self._topology = topology
@@ -65,6 +69,9 @@ class Executor:
         self._key = signing_key
         self._providers = providers
         self._perform_timeout_s = perform_timeout_s
+        # negative controls (SIGNOFF_UNSAFE__NO_DEDUP, __PUBLISH_WITHOUT_OUTBOX), tests only
+        self._no_dedup = no_dedup
+        self._direct = direct
 
     async def handle(self, body: bytes) -> OperationOutcome | None:
         """Run one delivery; return the outcome it stored (``None``: concluded before)."""
@@ -112,6 +119,8 @@ class Executor:
         self, conn: AsyncConnection, contract: ExecutionContract, op: AnyOperation
     ) -> Step:
         row = await repository.claim(conn, contract)
+        if self._no_dedup:  # SIGNOFF_UNSAFE__NO_DEDUP: whatever the row says, run it again
+            row = replace(row, status="started")
         if row.status == "done":
             metrics.DUPLICATES.labels("done").inc()
             await self._republish(conn, contract, row)
@@ -240,12 +249,16 @@ class Executor:
                 conn,
                 self._topology,
                 outbox.reconciliation_message(contract, attempt.attempt_id, reconciliation_id),
+                direct=self._direct,
             )
         await repository.mark_done(
             conn, contract.contract_id, outcome, outcome_id, reconciliation_id
         )
         await outbox.add(
-            conn, self._topology, outbox.outcome_message(contract, outcome, outcome_id)
+            conn,
+            self._topology,
+            outbox.outcome_message(contract, outcome, outcome_id),
+            direct=self._direct,
         )
         return Concluded(outcome)
 
@@ -274,6 +287,9 @@ class Executor:
         async def landed(conn: AsyncConnection, step: Step) -> bool:
             return step.landed(await repository.read(conn, contract.contract_id))
 
+        if self._direct is not None:  # SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX
+            async with self._direct.after_commit():
+                return await unit_of_work.run(self._engine, body, landed)
         return await unit_of_work.run(self._engine, body, landed)
 
 

@@ -22,6 +22,7 @@ from signoff_contracts.v1 import (
 )
 from signoff_runtime.outbox import enqueue, notify_channel
 from signoff_runtime.topology import ROUTING_KEYS, Topology
+from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -65,7 +66,16 @@ def reconciliation_message(
     )
 
 
-async def add(conn: AsyncConnection, topology: Topology, message: Envelope) -> None:
+async def add(
+    conn: AsyncConnection,
+    topology: Topology,
+    message: Envelope,
+    *,
+    direct: DirectPublisher | None = None,
+) -> None:
+    if direct is not None:  # SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX: published after the commit
+        direct.hold(message, exchange=topology.name("outcomes"), routing_key=_key(message))
+        return
     await enqueue(
         conn, outbox, message, exchange=topology.name("outcomes"), routing_key=_key(message)
     )
