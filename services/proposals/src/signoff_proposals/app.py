@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory
+from signoff_runtime import unsafe
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
@@ -50,6 +51,7 @@ def create_app(
         operations=ops,
         directory=people,
         broker=resolver.requests_broker(settings),
+        direct=unsafe.direct_publisher(runtime),
     )
     handlers.register(ctx, runtime.broker)
     runtime.loops.extend(_loops(ctx, runtime))

@@ -15,6 +15,7 @@ from faststream.rabbit import RabbitBroker
 from signoff_contracts.operations import Directory
 from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.topology import Topology
+from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_proposals.settings import ProposalsSettings
@@ -30,6 +31,8 @@ class Context:
     #: the broker for the requests the service makes itself (a revision asks the agent); not
     #: the consumers' broker (see ``resolver.requests_broker``)
     broker: RabbitBroker | None = None
+    #: ``SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX`` (tests only): messages bypass the outbox
+    direct: DirectPublisher | None = None
 
 
 def load_domain(

@@ -136,10 +136,12 @@ async def admit(
 
 async def _claim(ctx: Context, tx: repo.Tx, admitted: Admitted) -> ApprovalReply:
     group = ctx.settings.proposals
+    # SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS (tests only): any status will do
+    unsafe = ctx.settings.unsafe.claim_without_status
     claimed = await repo.transition(
         tx,
         admitted.row.id,
-        expected=[PENDING],
+        expected=list(ProposalStatus) if unsafe else [PENDING],
         to=ProposalStatus.EXECUTING,
         unexpired=True,
         values={

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from signoff_contracts.ids import new_id
-from signoff_contracts.v1 import ExecutionContract, ProposalEvent
+from signoff_contracts.v1 import Envelope, ExecutionContract, ProposalEvent
 from signoff_runtime import outbox as runtime_outbox
 from signoff_runtime import tracing
 from signoff_runtime.signing import sign
@@ -36,6 +36,9 @@ async def announce(
         correlation_id=row.id,
         causation_id=causation_id,
     )
+    if ctx.direct is not None:  # SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX
+        _publish_after_commit(ctx, tx, message, "events", routing_key(event))
+        return
     await runtime_outbox.enqueue(
         tx.conn,
         outbox,
@@ -75,6 +78,12 @@ async def send_contract(ctx: Context, tx: Tx, contract: ExecutionContract) -> No
         ),
         {"id": contract.proposal_id},
     )
+    if ctx.direct is not None:  # SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX
+        headers = {tracing.HEADER: origin} if origin else None
+        _publish_after_commit(
+            ctx, tx, contract, "contracts", ROUTING_KEYS["executor.contracts"], headers
+        )
+        return
     await runtime_outbox.enqueue(
         tx.conn,
         outbox,
@@ -83,3 +92,17 @@ async def send_contract(ctx: Context, tx: Tx, contract: ExecutionContract) -> No
         routing_key=ROUTING_KEYS["executor.contracts"],
         headers={tracing.HEADER: origin} if origin else None,
     )
+
+
+def _publish_after_commit(
+    ctx: Context,
+    tx: Tx,
+    message: Envelope,
+    exchange: str,
+    key: str,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """The negative control: no outbox row, one best-effort publish once the transaction commits."""
+    direct, name = ctx.direct, ctx.topology.name(exchange)
+    assert direct is not None
+    tx.defer(lambda: direct.publish(message, exchange=name, routing_key=key, headers=headers))

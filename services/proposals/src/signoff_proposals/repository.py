@@ -12,7 +12,7 @@ long enough to claim a proposal just after it expired.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -40,9 +40,16 @@ class Tx:
     conn: AsyncConnection
     counted: list[tuple[str, str]] = field(default_factory=list)
     timed: list[tuple[Any, dict[str, str], float]] = field(default_factory=list)
+    #: publishes to make once committed; only ``SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX`` adds any
+    deferred: list[Callable[[], Awaitable[None]]] | None = None
 
     def count(self, kind: str, status: ProposalStatus) -> None:
         self.counted.append((kind, status.value))
+
+    def defer(self, publish: Callable[[], Awaitable[None]]) -> None:
+        if self.deferred is None:
+            self.deferred = []
+        self.deferred.append(publish)
 
 
 @asynccontextmanager
@@ -54,6 +61,8 @@ async def unit_of_work(engine: AsyncEngine) -> AsyncIterator[Tx]:
         TRANSITIONS.labels(kind=kind, status=status).inc()
     for histogram, labels, seconds in tx.timed:
         histogram.labels(**labels).observe(seconds)
+    for publish in tx.deferred or ():
+        await publish()
 
 
 async def insert_proposal(tx: Tx, msg: ProposalRequested, ttl: timedelta) -> Row[Any] | None:

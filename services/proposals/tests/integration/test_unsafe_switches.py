@@ -1,0 +1,182 @@
+"""The proposals service's negative controls really turn their protection off.
+
+``SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS``: two approvals racing for one proposal (or an approval
+racing a decline) both win. The race is made certain, not hoped for: a test transaction holds the
+proposal's row lock until both commands wait on it (``pg_stat_activity`` says so); both have
+already read the proposal as pending. The safe claim lets exactly one through.
+
+``SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX``: the contract of an approval is published directly
+after the commit and never written to the outbox, so a process that dies in between leaves
+nothing behind to send it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any
+
+import httpx
+import pytest
+from faststream.rabbit import RabbitBroker
+from proposals_testdomain import build
+from proposals_testkit import Harness, drain_queue, forget_unsent_outbox
+from signoff_contracts.ids import new_id
+from signoff_contracts.v1 import Envelope, ExecutionContract
+from signoff_proposals import decide
+from signoff_proposals import repository as repo
+from signoff_proposals.app import create_app
+from signoff_proposals.context import Context
+from signoff_proposals.settings import ProposalsSettings
+from signoff_runtime.settings import UnsafeSettings
+from signoff_runtime.testing import wait_until
+from signoff_runtime.topology import Topology
+from signoff_runtime.unsafe import DirectPublisher
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+pytestmark = pytest.mark.integration
+
+
+@dataclasses.dataclass
+class Running:
+    harness: Harness
+    context: Context
+
+
+@pytest.fixture
+async def running(
+    request: pytest.FixtureRequest,
+    settings: ProposalsSettings,
+    engine: AsyncEngine,
+    members_table: None,
+    amqp: RabbitBroker,
+    topology: Topology,
+) -> AsyncIterator[Running]:
+    """The service in-process with the switches the test is parametrized with."""
+    switched = settings.model_copy(update={"unsafe": UnsafeSettings(**request.param)})
+    await forget_unsent_outbox(engine)
+    app = create_app(switched, *build())
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proposals") as http:
+            harness = Harness(engine, amqp, topology, http, switched.auth)
+            yield Running(harness, app.state.context)
+
+
+def _switches(**switches: bool) -> Any:
+    return pytest.mark.parametrize(
+        "running", [{}, switches], ids=["safe", "+".join(switches)], indirect=True
+    )
+
+
+async def _waiting_on_the_row(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        return int(
+            await conn.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE proposals.proposals%'"
+                )
+            )
+        )
+
+
+async def _race(engine: AsyncEngine, pid: str, *commands: Awaitable[httpx.Response]) -> list[int]:
+    """Start ``commands`` in order while the row is locked; release it once all of them wait."""
+    async with engine.connect() as holder:
+        transaction = await holder.begin()
+        await holder.execute(
+            text("SELECT 1 FROM proposals.proposals WHERE id = :i FOR UPDATE"), {"i": pid}
+        )
+        tasks = []
+        for n, command in enumerate(commands, start=1):
+            tasks.append(asyncio.ensure_future(command))
+
+            async def queued(n: int = n) -> bool:
+                return await _waiting_on_the_row(engine) >= n
+
+            await wait_until(queued, what=f"{n} command(s) waiting on the row")
+        await transaction.commit()
+        return [(await task).status_code for task in tasks]
+
+
+@_switches(claim_without_status=True)
+async def test_two_racing_approvals(running: Running) -> None:
+    service, unsafe = running.harness, running.context.settings.unsafe.claim_without_status
+    org = new_id("org")
+    pid = await service.pending(org)
+    first, second = await service.approver(org), await service.approver(org)
+
+    statuses = await _race(
+        service.engine, pid, service.approve_http(pid, first), service.approve_http(pid, second)
+    )
+
+    claimed = [a for a in await service.audit(pid) if a.action == "claimed"]
+    if unsafe:
+        assert statuses == [200, 200] and len(claimed) == 2
+        assert len({c.detail["contract_id"] for c in claimed}) == 2  # two contracts: twice run
+    else:
+        assert statuses == [200, 409] and len(claimed) == 1
+
+
+@_switches(claim_without_status=True)
+async def test_an_approval_racing_a_decline(running: Running) -> None:
+    service, unsafe = running.harness, running.context.settings.unsafe.claim_without_status
+    org = new_id("org")
+    pid = await service.pending(org)
+    token = await service.approver(org)
+    decline = service.http.post(
+        f"/v1/proposals/{pid}/decline", headers={"Authorization": f"Bearer {token}"}
+    )
+
+    statuses = await _race(service.engine, pid, decline, service.approve_http(pid, token))
+
+    actions = [a.action for a in await service.audit(pid)]
+    if unsafe:
+        assert statuses == [200, 200] and actions[-2:] == ["declined", "claimed"]
+        assert (await service.row(pid)).status == "executing"  # a declined proposal runs
+    else:
+        assert statuses == [200, 409] and "claimed" not in actions
+        assert (await service.row(pid)).status == "declined"
+
+
+class DiesAfterCommit(DirectPublisher):
+    """The process is killed once the transaction committed, before it could publish."""
+
+    def __init__(self) -> None:
+        super().__init__("amqp://unused")
+        self.lost: list[Envelope] = []
+
+    async def publish(self, message: Envelope, **_: Any) -> None:
+        self.lost.append(message)
+
+
+@_switches(publish_without_outbox=True)
+async def test_an_approvals_contract_and_the_outbox(running: Running, amqp_url: str) -> None:
+    service, ctx = running.harness, running.context
+    org = new_id("org")
+    pid = await service.pending(org)
+    unsafe = ctx.direct is not None
+
+    resp = await service.approve_http(pid, await service.approver(org))
+
+    assert resp.status_code == 200
+    [delivered] = await drain_queue(amqp_url, service.topology.name("executor.contracts"))
+    assert ExecutionContract.model_validate_json(delivered.body).proposal_id == pid
+    assert (await service.contracts(pid) == []) is unsafe  # published without an outbox row
+
+    # the process dies between the commit and the publish
+    other = await service.pending(org)
+    crash = DiesAfterCommit()
+    dying = dataclasses.replace(ctx, direct=crash if unsafe else None)
+    async with repo.unit_of_work(ctx.engine) as tx:
+        reply = await decide.approve(dying, tx, await service.approver(org), other)
+
+    assert reply.result == "claimed" and (await service.row(other)).status == "executing"
+    if unsafe:
+        assert await service.contracts(other) == []  # nothing left to send it: lost
+        assert "execution.contract" in [m.type for m in crash.lost]
+    else:
+        assert len(await service.contracts(other)) == 1  # the relay will send it
