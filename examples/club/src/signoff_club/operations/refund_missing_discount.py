@@ -27,6 +27,7 @@ never-applied attempt releases its reservation and asks for a revision.
 
 from __future__ import annotations
 
+import uuid
 from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar
 
@@ -416,9 +417,12 @@ class RefundMissingDiscount(
         if arguments.destination != "card_refund":
             return AppliedLocally()
         assert arguments.payment_ref is not None
+        key = attempt.idempotency_key
+        if self.settings.unsafe_random_idempotency_key:  # SIGNOFF_UNSAFE__: tests only
+            key = f"unsafe-{uuid.uuid4().hex}"
         try:
             refund = await provider.refund(
-                attempt.idempotency_key,
+                key,
                 arguments.payment_ref,
                 arguments.amount_cents,
                 arguments.currency.lower(),
