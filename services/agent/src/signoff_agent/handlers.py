@@ -12,17 +12,15 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from faststream import AckPolicy
 from faststream.rabbit import Channel, RabbitBroker
-from faststream.rabbit.annotations import RabbitMessage
 from faststream.rabbit.message import RabbitMessage as Message
 from pydantic import ValidationError
 from signoff_contracts.operations import Directory
 from signoff_contracts.v1 import PausePointResolved, ProposalEvent, ResolveReply, ResolveRequested
-from signoff_runtime.consumer import PermanentError, settle
+from signoff_runtime.consumer import Delivery, PermanentError, raw_body, settle
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AmqpSettings
@@ -36,10 +34,6 @@ from signoff_agent.turns import Turns
 
 log = structlog.get_logger(__name__)
 Handler = Callable[[Message], Awaitable[None]]
-
-
-def _raw_body(msg: Any) -> Any:
-    return msg.body
 
 
 @dataclass
@@ -64,11 +58,11 @@ class Consumers:
                 ack_policy=AckPolicy.MANUAL,
                 channel=Channel(prefetch_count=self.amqp.prefetch),
                 no_reply=True,
-                decoder=_raw_body,
+                decoder=raw_body,
             )
 
         @subscriber("agent.events")
-        async def on_event(msg: RabbitMessage) -> None:
+        async def on_event(msg: Delivery) -> None:
             await settle(
                 msg,
                 broker=self.broker,
@@ -78,7 +72,7 @@ class Consumers:
             )
 
         @subscriber("agent.resolve")
-        async def on_resolve(msg: RabbitMessage) -> None:
+        async def on_resolve(msg: Delivery) -> None:
             await settle(
                 msg,
                 broker=self.broker,

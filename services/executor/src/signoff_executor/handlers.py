@@ -13,8 +13,7 @@ from typing import Any
 from faststream import AckPolicy
 from faststream.message import StreamMessage
 from faststream.rabbit import Channel
-from faststream.rabbit.annotations import RabbitMessage
-from signoff_runtime.consumer import settle
+from signoff_runtime.consumer import Delivery, settle
 from signoff_runtime.service import Runtime
 
 from signoff_executor.execution import Executor
@@ -37,7 +36,7 @@ def register(runtime: Runtime, executor: Executor, *, prefetch: int) -> None:
         ack_policy=AckPolicy.MANUAL,
         decoder=_raw,
     )
-    async def on_contract(msg: RabbitMessage) -> None:
+    async def on_contract(msg: Delivery) -> None:
         await settle(
             msg,
             broker=broker,

@@ -13,11 +13,9 @@ queue; one whose handling fails for good gets a typed rejection before it is dea
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from faststream import AckPolicy
 from faststream.rabbit import Channel, RabbitBroker
-from faststream.rabbit.annotations import RabbitMessage
 from faststream.rabbit.message import RabbitMessage as Message
 from pydantic import ValidationError
 from signoff_contracts.v1 import (
@@ -28,7 +26,7 @@ from signoff_contracts.v1 import (
     ReconciliationChecked,
     approval_command_adapter,
 )
-from signoff_runtime.consumer import settle
+from signoff_runtime.consumer import Delivery, raw_body, settle
 
 from signoff_proposals import (
     commands,
@@ -46,11 +44,6 @@ from signoff_proposals.rejections import rejecting
 Handler = Callable[[Message], Awaitable[None]]
 
 
-def _raw_body(msg: Any) -> Any:
-    """Keep the body as bytes: the handlers parse it into the contract models themselves."""
-    return msg.body
-
-
 def register(ctx: Context, broker: RabbitBroker) -> None:
     topo = ctx.topology
 
@@ -61,11 +54,11 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
             ack_policy=AckPolicy.MANUAL,
             channel=Channel(prefetch_count=ctx.settings.amqp.prefetch),
             no_reply=True,
-            decoder=_raw_body,
+            decoder=raw_body,
         )
 
-    def consume(key: str, work: Callable[[RabbitMessage], Callable[[], Awaitable[None]]]) -> None:
-        async def handler(msg: RabbitMessage) -> None:
+    def consume(key: str, work: Callable[[Message], Callable[[], Awaitable[None]]]) -> None:
+        async def handler(msg: Delivery) -> None:
             await settle(msg, broker=broker, topology=topo, queue_key=key, work=work(msg))
 
         handler.__name__ = handler.__qualname__ = f"on_{key.replace('.', '_').replace('-', '_')}"
@@ -88,7 +81,7 @@ def _answering(
     broker: RabbitBroker,
     key: str,
     handle: Callable[[Context, RabbitBroker, Message], Awaitable[None]],
-) -> Callable[[RabbitMessage], Callable[[], Awaitable[None]]]:
+) -> Callable[[Message], Callable[[], Awaitable[None]]]:
     return lambda msg: _answered(ctx, broker, msg, key, handle)
 
 

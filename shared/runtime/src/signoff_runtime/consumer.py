@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import asyncpg
 import structlog
+from faststream._internal.context import Context
 from faststream.rabbit import RabbitBroker
 from faststream.rabbit.message import RabbitMessage
 from pydantic import ValidationError
@@ -44,6 +45,28 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     OperationalError,
     InterfaceError,
 )
+
+
+class _AsyncContext(Context):
+    """FastStream's ``Context`` field, resolved on the event loop.
+
+    fast_depends runs a custom field's synchronous ``use`` in a worker thread: with FastStream's
+    own ``RabbitMessage`` annotation every delivery paid a thread hand-off before its handler ran.
+    """
+
+    async def use(self, /, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        return super().use(**kwargs)
+
+
+#: the delivery, for a handler's signature (``msg: Delivery``) in place of ``RabbitMessage``
+Delivery = Annotated[RabbitMessage, _AsyncContext("message")]
+
+
+async def raw_body(msg: Any) -> Any:
+    """A subscriber's ``decoder``: keep the body as bytes, for the handler to parse (and
+    dead-letter with a reason). Asynchronous, since FastStream runs a synchronous decoder in a
+    worker thread."""
+    return msg.body
 
 
 class PermanentError(Exception):
