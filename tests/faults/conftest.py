@@ -1,0 +1,85 @@
+"""A private PostgreSQL and RabbitMQ for the fault session, and signoff running against them.
+
+Both servers start once per session (in parallel: the broker takes ~15 s to boot here) and stop
+at its end; if either cannot start, every fault test errors with the server's reason — on these
+machines a missing fault suite is a failure, not a skip. See docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import asyncpg
+import pytest
+import pytest_asyncio
+from signoff_runtime.migrations import upgrade_all
+from sqlalchemy.ext.asyncio import create_async_engine
+
+sys.path.insert(0, str(Path(__file__).parent))  # faults_*: module names no other suite uses
+
+from faults_proxy import Proxy
+from faults_run import RESULTS, SESSION_STARTED, table, write_docs
+from faults_servers import PrivatePostgres, PrivateRabbit
+from faults_stack import FaultStack
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "faults: fault injection against private servers (SIGNOFF_FAULTS=long)"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not RESULTS:
+        return
+    terminalreporter.write_sep("=", "fault injection (tests/faults)")
+    terminalreporter.write_line(table(RESULTS))
+    if os.environ.get("SIGNOFF_FAULTS_WRITE_DOCS") == "1":
+        write_docs(RESULTS, time.monotonic() - SESSION_STARTED)
+        terminalreporter.write_line("results written to docs/reliability.md")
+
+
+@pytest.fixture(scope="session")
+def private_servers() -> Iterator[tuple[PrivatePostgres, PrivateRabbit]]:
+    pg, rabbit = PrivatePostgres(), PrivateRabbit()
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            started = [pool.submit(pg.start), pool.submit(rabbit.start)]
+            for future in started:
+                future.result()  # ServerFailed says which server and why
+        yield pg, rabbit
+    finally:
+        rabbit.stop()
+        pg.stop()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def fault_stack(
+    private_servers: tuple[PrivatePostgres, PrivateRabbit],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[FaultStack]:
+    pg, rabbit = private_servers
+    admin = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{pg.port}/postgres")
+    try:
+        await admin.execute("CREATE DATABASE signoff")
+    finally:
+        await admin.close()
+    db_url = f"postgresql+asyncpg://postgres@127.0.0.1:{pg.port}/signoff"
+    await asyncio.to_thread(upgrade_all, db_url)
+    engine = create_async_engine(db_url, pool_size=10, pool_pre_ping=True)
+    proxy = Proxy()
+    stack = FaultStack(pg, rabbit, proxy, engine, db_url, tmp_path_factory.mktemp("faults-logs"))
+    try:
+        await asyncio.to_thread(stack.start)
+        yield stack
+    finally:
+        await asyncio.to_thread(stack.stop)
+        await stack.http.aclose()
+        proxy.close()
+        await engine.dispose()

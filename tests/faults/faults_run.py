@@ -1,0 +1,121 @@
+"""Running one scenario end to end, and the results table.
+
+``SIGNOFF_FAULTS=long`` selects the long run (every scenario and every negative control, hundreds
+of proposals each); otherwise a short run of a few scenarios is part of ``make test``.
+``SIGNOFF_FAULTS_SEED`` (default 9) seeds every random choice — which cases race, when a fault
+strikes, which executor dies, the provider's dice — so a failing run can be repeated;
+``SIGNOFF_FAULTS_PROPOSALS`` sets the proposals per scenario and ``SIGNOFF_FAULTS_SETTLE_S`` the
+settle deadline. ``SIGNOFF_FAULTS_WRITE_DOCS=1`` (``make faults``) writes the table into
+``docs/reliability.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import random
+import re
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from faults_checker import Report, check, quiet, settled
+from faults_history import Driver, History
+from faults_scenarios import SCENARIOS, Run
+from faults_stack import FaultStack
+
+LONG = os.environ.get("SIGNOFF_FAULTS", "short") == "long"
+SEED = int(os.environ.get("SIGNOFF_FAULTS_SEED", "9"))
+PROPOSALS = int(os.environ.get("SIGNOFF_FAULTS_PROPOSALS", "200" if LONG else "14"))
+SETTLE_S = float(os.environ.get("SIGNOFF_FAULTS_SETTLE_S", "150" if LONG else "60"))
+RESULTS: list[Report] = []
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
+START, END = "<!-- faults:results:start -->", "<!-- faults:results:end -->"
+
+
+async def run_scenario(
+    stack: FaultStack, name: str, switches: Mapping[str, str] | None = None
+) -> Report:
+    """Seed cases, propose them, inject the scenario's faults under a stream of approvals, wait
+    for every proposal to settle (up to the deadline), wait for quiet, then check."""
+    scenario = SCENARIOS[name]
+    switches = dict(switches or {})
+    await asyncio.to_thread(stack.configure, switches)
+    rng = random.Random(f"{SEED}:{name}:{','.join(sorted(switches))}")
+    history = History()
+    driver = Driver(stack, history, rng)
+    cases = await driver.cases(PROPOSALS)
+    await driver.propose_all(cases)
+    run = Run(stack, driver, rng, SEED, cases, LONG)
+    await scenario.inject(run)
+    settle_s = await settled(stack, cases, SETTLE_S)
+    await quiet(stack)
+    if scenario.after is not None:
+        await scenario.after(run)
+    report = await check(stack, name, SEED, cases, history)
+    report.faults, report.settle_s, report.extra = run.faults, settle_s, run.extra
+    report.switches = ",".join(s.removeprefix("SIGNOFF_UNSAFE__").lower() for s in switches)
+    RESULTS.append(report)
+    return report
+
+
+def table(reports: list[Report]) -> str:
+    head = (
+        "| scenario | protections | seed | proposals | faults | duplicate external | "
+        "duplicate local | lost | unresolved | disagreeing | other | settle s | verdict |"
+    )
+    lines = [head, "|" + "---|" * 13]
+    for r in reports:
+        control = bool(r.switches)
+        if control:
+            verdict = "caught" if r.violations else "NOT CAUGHT"
+        else:
+            verdict = "pass" if not r.violations else "FAIL"
+        other = ", ".join(f"{k}: {v}" for k, v in r.extra.items()) or "0"
+        lines.append(
+            f"| {r.scenario} | {'off: ' + r.switches if control else 'all on'} | {r.seed} | "
+            f"{r.proposals} | {r.faults} | {r.duplicate_external} | {r.duplicate_local} | "
+            f"{r.lost} | {r.unresolved} | {r.disagreeing} | {other} | {r.settle_s:.1f} | "
+            f"{verdict} |"
+        )
+    return "\n".join(lines)
+
+
+def describe(report: Report) -> str:
+    return "\n".join([table([report]), f"operations: {report.operations}", *report.details])
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {model}, {platform.system()} {platform.release()}"
+
+
+def write_docs(reports: list[Report], seconds: float) -> None:
+    """Put the last long run's table (with its seed and machine) into docs/reliability.md."""
+    text = DOCS.read_text()
+    if START not in text or END not in text:
+        return
+    mode = "long" if LONG else "short"
+    block = "\n".join(
+        [
+            START,
+            f"Last {mode} run: {datetime.now(UTC):%Y-%m-%d}, seed {SEED}, {PROPOSALS} proposals "
+            f"per scenario, {seconds / 60:.1f} min, on {machine()}.",
+            "",
+            table(reports),
+            END,
+        ]
+    )
+    DOCS.write_text(re.sub(re.escape(START) + ".*?" + re.escape(END), block, text, flags=re.S))
+
+
+SESSION_STARTED = time.monotonic()

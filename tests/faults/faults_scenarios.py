@@ -1,0 +1,390 @@
+"""The nine fault scenarios of issue #9: what each injects while a stream of approvals runs.
+
+Each scenario is an ``inject`` coroutine that starts the approval stream, strikes while it runs
+(at moments drawn from the scenario's seeded RNG), puts the world back (servers up, links
+flowing, provider faults cleared) and returns; ``after`` (optional) adds checks of its own once
+the system is quiet. ``run.faults`` counts what was injected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from faults_history import Case, Driver
+from faults_stack import FaultStack
+from pydantic import SecretStr
+from signoff_contracts.ids import new_id
+from signoff_contracts.v1 import ExecutionContract
+from signoff_runtime.settings import ContractSettings
+from signoff_runtime.signing import sign
+from signoff_runtime.testing import wait_until
+
+EXECUTORS = ("executor", "executor-2")
+RECONCILERS = ("reconciler", "reconciler-2")
+
+
+@dataclass
+class Run:
+    stack: FaultStack
+    driver: Driver
+    rng: random.Random
+    seed: int
+    cases: list[Case]
+    long: bool
+    faults: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def spread_s(self) -> float:
+        """Approvals are spread over this long, so faults land among them."""
+        return min(30.0, max(4.0, 0.08 * len(self.cases)))
+
+    def stream(self, spread_s: float | None = None) -> asyncio.Task[None]:
+        return asyncio.create_task(
+            self.driver.approve_stream(self.cases, spread_s or self.spread_s)
+        )
+
+    async def pause(self, low: float, high: float) -> None:
+        """A seeded random gap: *when* a fault strikes is part of the scenario's seed."""
+        await asyncio.sleep(self.rng.uniform(low, high))
+
+    async def provider_dice(self, probabilities: dict[str, float], delay_ms: int = 0) -> None:
+        await self.stack.provider_faults(
+            {"probabilities": probabilities, "delay_ms": delay_ms, "seed": self.seed}
+        )
+
+    async def provider_calm(self) -> None:
+        """Count the faults the dice injected (the history starts with each plan), then clear."""
+        self.faults += len(await self.stack.provider_fault_history())
+        await self.stack.provider_faults({})
+
+
+Inject = Callable[[Run], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    inject: Inject
+    after: Inject | None = None
+
+
+# -- 1. kill -9 executors at random points -----------------------------------------------------
+async def executor_kills(run: Run) -> None:
+    """Two executors; the provider holds some refunds 0.7 s, so kills land before the call,
+    during it (the refund lands after the caller died) and after the commit before the ack."""
+    await run.provider_dice({"delay": 0.4}, delay_ms=700)
+    approvals = run.stream()
+    kills = 0
+    while not approvals.done() or kills < 2:
+        await run.pause(0.3, 1.5)
+        await run.stack.restart(run.rng.choice(EXECUTORS), kill=True)
+        kills += 1
+    await approvals
+    await run.provider_calm()
+    run.faults += kills
+
+
+# -- 2. the provider drops responses, fails before applying, answers too late --------------------
+async def provider_faults(run: Run) -> None:
+    await run.provider_dice(
+        {"drop_response": 0.25, "fail_before": 0.15, "delay": 0.15}, delay_ms=3000
+    )
+    await run.stream()
+    await run.provider_calm()
+
+
+# -- 3. double approvals, approve versus decline, approvals at the expiry -----------------------
+async def races(run: Run) -> None:
+    """Most cases get 2-5 approvals and 0-2 declines at once; a quarter are set to expire within
+    a few hundred ms, and approvals are fired within milliseconds either side of that instant."""
+    edge = run.cases[: max(1, len(run.cases) // 4)]
+    crowd = [case for case in run.cases[len(edge) :] if case.proposal_id]
+    deadline = time.monotonic() + 120
+    jobs: list[Awaitable[Any]] = []
+    for case in crowd:
+        commands = ["approve"] * run.rng.randint(2, 5) + ["decline"] * run.rng.randint(0, 2)
+        run.rng.shuffle(commands)
+        run.faults += len(commands) - 1
+        jobs += [run.driver.decide(case, command, deadline) for command in commands]
+    jobs += [_at_the_expiry(run, case, deadline) for case in edge if case.proposal_id]
+    await asyncio.gather(*jobs)
+
+
+async def _at_the_expiry(run: Run, case: Case, deadline: float) -> None:
+    window_ms = run.rng.uniform(150, 400)
+    offsets = sorted(window_ms + run.rng.uniform(-15, 15) for _ in range(3))
+    await run.stack.rows(
+        "UPDATE proposals.proposals SET expires_at = statement_timestamp() "
+        "+ make_interval(secs => :s) WHERE id = :id RETURNING id",
+        s=window_ms / 1000,
+        id=case.proposal_id,
+    )
+    start = time.monotonic()
+    run.faults += len(offsets)
+
+    async def fire(offset_ms: float) -> None:
+        await asyncio.sleep(max(0.0, start + offset_ms / 1000 - time.monotonic()))
+        await run.driver.decide(case, "approve", deadline)
+
+    await asyncio.gather(*(fire(offset) for offset in offsets))
+
+
+# -- 4. RabbitMQ killed and restarted; every connection closed, repeatedly ---------------------
+async def broker_faults(run: Run) -> None:
+    stack = run.stack
+    approvals = run.stream(max(run.spread_s, 8.0))
+    await run.pause(0.5, 2.0)
+    await asyncio.to_thread(stack.rabbit.kill)
+    await run.pause(0.5, 2.0)
+    await asyncio.to_thread(stack.rabbit.start)
+    run.faults += 1
+    await asyncio.to_thread(stack.rabbit.ctl, "close_all_connections", "fault suite")
+    run.faults += 1
+    for _ in range(4 if run.long else 2):
+        await run.pause(0.5, 1.5)
+        for name in stack.proxy.links:
+            if name.endswith(".amqp"):
+                stack.proxy.cut(name)
+        run.faults += 1
+    await approvals
+
+
+async def consumers_back(run: Run) -> None:
+    """Every queue has its consumers again, without anyone restarting a service."""
+    expected = run.stack.expected_consumers()
+
+    async def back() -> dict[str, int] | None:
+        counts = await run.stack.consumers()
+        missing = {q: n - counts[q] for q, n in expected.items() if counts[q] < n}
+        run.state["missing"] = missing
+        return None if missing else counts
+
+    try:
+        await wait_until(back, timeout=60, interval=0.5, what="every consumer back")
+    except AssertionError:
+        run.extra["queues missing consumers"] = len(run.state["missing"])
+
+
+# -- 5. PostgreSQL crashed; executor commits answered into the void ----------------------------
+async def database_faults(run: Run) -> None:
+    stack = run.stack
+    for label in EXECUTORS:
+        stack.proxy.drop_commits(f"{label}.db", 0.08, run.seed + len(label))
+    approvals = run.stream(max(run.spread_s, 6.0))
+    for _ in range(2 if run.long else 1):
+        await run.pause(1.0, 3.0)
+        await asyncio.to_thread(stack.pg.crash)
+        await run.pause(0.3, 1.5)
+        await asyncio.to_thread(stack.pg.start)
+        run.faults += 1
+    await approvals
+    for label in EXECUTORS:
+        stack.proxy.drop_commits(f"{label}.db", 0.0, 0)
+        run.faults += stack.proxy.links[f"{label}.db"].commits_dropped
+        stack.proxy.links[f"{label}.db"].commits_dropped = 0
+    await stack.engine.dispose()  # the suite's own pooled connections died with the server
+
+
+# -- 6. contracts delivered several times; approvals replayed; forged contracts ----------------
+async def duplicates(run: Run) -> None:
+    forged = await run.driver.cases(max(2, len(run.cases) // 5))
+    run.state["forged"] = forged
+    await run.provider_dice({"delay": 0.3}, delay_ms=500)
+    deadline = time.monotonic() + 120
+    offsets = [run.rng.uniform(0, run.spread_s) for _ in run.cases]
+    start = time.monotonic()
+
+    async def one(case: Case, offset: float) -> None:
+        await asyncio.sleep(max(0.0, start + offset - time.monotonic()))
+        op = await run.driver.decide(case, "approve", deadline)
+        if op.value != "claimed":
+            return
+        body = await _contract_body(run, case)
+        copies = run.rng.randint(2, 4)
+        await asyncio.gather(*(_copy(run, body) for _ in range(copies)))
+        for _ in range(run.rng.randint(1, 2)):
+            await run.driver.decide(case, "approve", deadline)
+            run.faults += 1
+        run.faults += copies
+
+    await asyncio.gather(
+        *(one(c, at) for c, at in zip(run.cases, offsets, strict=True) if c.proposal_id),
+        *(_forge(run, case) for case in forged),
+    )
+    await run.provider_calm()
+
+
+async def _contract_body(run: Run, case: Case) -> bytes:
+    rows = await run.stack.rows(
+        "SELECT body FROM proposals.outbox WHERE correlation_id = :p "
+        "AND message_type = 'execution.contract' ORDER BY id LIMIT 1",
+        p=case.proposal_id,
+    )
+    return bytes(rows[0]["body"])
+
+
+async def _copy(run: Run, body: bytes) -> None:
+    await run.pause(0.0, 1.0)
+    await run.stack.publish("contracts", "execution.contract", body, new_id("msg"))
+
+
+def _forged_contract(case: Case, **changes: Any) -> ExecutionContract:
+    refund = case.org["refund_case"]
+    now = datetime.now(UTC)
+    fields: dict[str, Any] = {
+        "contract_id": new_id("ctr"),
+        "proposal_id": new_id("prp"),
+        "organization_id": case.org["id"],
+        "section": "orders",
+        "resource_id": case.order_id,
+        "operation_kind": "order.refund_missing_discount",
+        "contract_version": 1,
+        "arguments": {
+            "order_id": case.order_id,
+            "payment_id": refund["payment_id"],
+            "line_item_id": refund["line_item_id"],
+            "discount_id": refund["discount_id"],
+            "amount_cents": 3500,
+            "currency": "CAD",
+            "destination": "card_refund",
+            "payment_ref": case.payment_ref,
+            "order_total_cents": 44_499,
+        },
+        "approved_by": case.org["users"]["manager"]["id"],
+        "approved_at": now,
+        "execute_by": now + timedelta(minutes=5),
+        "source": "proposals",
+    }
+    fields.update(changes)
+    return ExecutionContract(**fields)
+
+
+async def _forge(run: Run, case: Case) -> None:
+    """Four forgeries for a case nobody approved: unsigned, signed with another key, signed then
+    altered, and genuine but late. None may refund anything."""
+    key = ContractSettings().signing_key
+    altered = sign(_forged_contract(case), key)
+    forgeries = [
+        _forged_contract(case, signature="0" * 64),
+        sign(_forged_contract(case), SecretStr("not-the-key-" * 4)),
+        altered.model_copy(update={"arguments": {**altered.arguments, "amount_cents": 9_999}}),
+        sign(_forged_contract(case, execute_by=datetime.now(UTC) - timedelta(seconds=1)), key),
+    ]
+    for contract in forgeries:
+        await run.pause(0.0, 1.0)
+        body = contract.model_dump_json().encode()
+        await run.stack.publish("contracts", "execution.contract", body, contract.message_id)
+        run.faults += 1
+
+
+async def forgeries_did_nothing(run: Run) -> None:
+    forged: list[Case] = run.state["forged"]
+    refs = {case.payment_ref for case in forged}
+    ledger = await run.stack.ledger()
+    effects = sum(1 for item in ledger["items"] if item["payment_ref"] in refs)
+    rows = await run.stack.rows(
+        "SELECT count(*) AS n FROM club.refunds r JOIN club.payments p ON p.id = r.payment_id "
+        "WHERE p.order_id = ANY(:orders)",
+        orders=[case.order_id for case in forged],
+    )
+    if effects + rows[0]["n"]:
+        run.extra["forged contracts that refunded"] = effects + rows[0]["n"]
+
+
+# -- 7. the proposals service and the relays killed mid-publish --------------------------------
+async def relay_kills(run: Run) -> None:
+    """Each round stalls one process's link, lets work pile up behind it, kills the process,
+    resets the link (nothing held may arrive after the death) and starts the process again.
+    A stalled broker link kills between the claim's commit and the publish (or its confirm); a
+    stalled database link kills between the broker's confirm and the commit of mark-sent."""
+    stack = run.stack
+    approvals = run.stream(max(run.spread_s, 8.0))
+    plan = [("proposals", "amqp"), ("proposals", "db"), ("executor", "amqp"), ("executor", "db")]
+    for label, link in plan * 2 if run.long else plan[:3]:
+        await run.pause(0.3, 1.0)
+        name = f"{label}.{link}"
+        stack.proxy.stall(name)
+        await run.pause(0.5, 1.2)
+        await asyncio.to_thread(stack.kill, label)
+        stack.proxy.cut(name)
+        stack.proxy.flow(name)
+        await asyncio.to_thread(stack.start_again, label)
+        run.faults += 1
+    await approvals
+
+
+# -- 8. rolling restart: SIGTERM with handlers in flight --------------------------------------
+async def rolling_restarts(run: Run) -> None:
+    run.state["dead_before"] = await _dead_contracts(run)
+    await run.provider_dice({"delay": 0.5}, delay_ms=1200)
+    approvals = run.stream()
+    restarts = 0
+    while not approvals.done() or restarts < 2:
+        for label in EXECUTORS:
+            await run.pause(0.2, 0.8)
+            await run.stack.restart(label, kill=False)
+            restarts += 1
+    await approvals
+    await run.provider_calm()
+    run.faults += restarts
+
+
+async def _dead_contracts(run: Run) -> int:
+    rows = await run.stack.rows(
+        "SELECT count(*) AS n FROM reconciler.dead_letters WHERE queue = 'executor.contracts'"
+    )
+    return int(rows[0]["n"])
+
+
+async def nothing_discarded(run: Run) -> None:
+    dead = await _dead_contracts(run) - run.state["dead_before"]
+    if dead:
+        run.extra["contracts dead-lettered"] = dead
+
+
+# -- 9. reconcilers killed while checking ------------------------------------------------------
+async def reconciler_kills(run: Run) -> None:
+    """Most refunds lose their answer (dropped, or later than the client's patience), so the two
+    reconcilers have checks to make; they are killed while making them."""
+    await run.provider_dice({"drop_response": 0.5, "delay": 0.3}, delay_ms=3000)
+    approvals = run.stream()
+    kills = 0
+    open_checks = 1
+    while not approvals.done() or (open_checks and kills < (12 if run.long else 4)):
+        await run.pause(0.5, 2.0)
+        await run.stack.restart(run.rng.choice(RECONCILERS), kill=True)
+        kills += 1
+        rows = await run.stack.rows(
+            "SELECT count(*) AS n FROM reconciler.checks WHERE status = 'open'"
+        )
+        open_checks = rows[0]["n"]
+    await approvals
+    await run.provider_calm()
+    run.faults += kills
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("1-executor-kill", "kill -9 executors at random points", executor_kills),
+        Scenario("2-provider", "lost, refused and late provider answers", provider_faults),
+        Scenario("3-races", "double approvals, approve vs decline, expiry edge", races),
+        Scenario("4-broker", "RabbitMQ killed; connections closed", broker_faults, consumers_back),
+        Scenario("5-database", "PostgreSQL crashed; commits in doubt", database_faults),
+        Scenario(
+            "6-duplicates", "redelivered, replayed, forged", duplicates, forgeries_did_nothing
+        ),
+        Scenario("7-relay", "proposals and relays killed mid-publish", relay_kills),
+        Scenario("8-rolling", "SIGTERM executors in flight", rolling_restarts, nothing_discarded),
+        Scenario("9-reconciler", "reconcilers killed while checking", reconciler_kills),
+    )
+}
