@@ -8,7 +8,7 @@ PACKAGES := shared/contracts shared/runtime shared/conformance cli \
 	services/proposals services/executor services/reconciler services/agent web
 PYPROJECTS := $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
 
-.PHONY: run test check install services requirements lint types schemas bench
+.PHONY: run test check install services requirements lint types schemas bench faults
 
 $(VENV)/.installed: requirements/requirements.txt requirements/bootstrap.txt $(PYPROJECTS)
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -33,6 +33,11 @@ test: install services
 ## bench: signoff beside the raw limit and LangGraph; writes docs/benchmarks.md (BENCH_* sizes)
 bench: install services
 	PYTHONPATH=bench $(PY) -m signoff_bench
+
+## faults: the long fault-injection run (every scenario and negative control, SIGNOFF_FAULTS_*
+## sizes and seed); writes its results table into docs/reliability.md
+faults: install
+	SIGNOFF_FAULTS=long SIGNOFF_FAULTS_WRITE_DOCS=1 $(PY) -m pytest -q tests/faults
 
 lint: install
 	$(VENV)/bin/ruff format --check .
