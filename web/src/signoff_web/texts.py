@@ -105,6 +105,11 @@ NOTICES: dict[str, dict[Locale, str]] = {
     "unauthenticated": {"en": "Please sign in again.", "fr": "Veuillez vous reconnecter."},
     "invalid": {"en": "Not valid: {reason}", "fr": "Invalide : {reason}"},
     "rate_limited": {"en": "Too many waiting proposals.", "fr": "Trop de propositions en attente."},
+    #: ``rate_limited`` for the person's own pace (reason ``rate_limited``), not a quota
+    "too_fast": {
+        "en": "Too many decisions at once: wait a moment and try again.",
+        "fr": "Trop de décisions à la fois : attendez un instant et réessayez.",
+    },
     "unavailable": {
         "en": "No answer in time; nothing is known to have changed. Try again.",
         "fr": "Pas de réponse à temps ; rien n'a changé à notre connaissance. Réessayez.",
@@ -125,7 +130,8 @@ def status(value: str, locale: Locale) -> str:
 
 
 def notice(result: str, locale: Locale, reason: str = "") -> str:
-    template = NOTICES.get(result, NOTICES["invalid"])[locale]
+    key = "too_fast" if (result, reason) == ("rate_limited", "rate_limited") else result
+    template = NOTICES.get(key, NOTICES["invalid"])[locale]
     return template.format(reason=status(reason, locale) if reason else "—")
 
 

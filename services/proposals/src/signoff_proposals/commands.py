@@ -5,10 +5,20 @@ replayed command (the same ``message_id``) gets the very reply the first one got
 nothing again — even if the token has expired since, or the proposal has moved on. A revision
 asks the agent between two transactions, so ``revisions`` keeps its inbox row itself, in the
 transaction that decides.
+
+Each person's commands are rate-limited before anything else, as approval requests are over HTTP
+(``SIGNOFF_LIMITS__APPROVALS_PER_MINUTE``, per process): over the rate a command is answered
+``rate_limited`` (reason ``rate_limited``, 429) and neither executed nor remembered, so the same
+command sent again later is decided then. A command whose token does not verify is not counted;
+it is answered ``unauthenticated`` as before.
 """
 
 from __future__ import annotations
 
+import math
+
+import structlog
+from signoff_contracts.reasons import Reason
 from signoff_contracts.v1 import (
     ApprovalCommand,
     ApprovalReply,
@@ -18,13 +28,16 @@ from signoff_contracts.v1 import (
     ReviseProposal,
 )
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
+from signoff_runtime.tokens import TokenInvalid, verify_token
 
 from signoff_proposals import decide, pause_points, revisions
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
+from signoff_proposals.domain import Answer
 from signoff_proposals.pause_rules import Resolution
 from signoff_proposals.tables import inbox
 
+log = structlog.get_logger(__name__)
 COMMAND_NAMES = {
     "approval.approve": "approve",
     "approval.decline": "decline",
@@ -34,6 +47,9 @@ COMMAND_NAMES = {
 
 
 async def answer(ctx: Context, command: ApprovalCommand) -> ApprovalReply:
+    refused = over_rate(ctx, command)
+    if refused is not None:
+        return refused
     if isinstance(command, ReviseProposal):
         return await revisions.revise(
             ctx, command.token, command.proposal_id, command.request, dedup=command.message_id
@@ -58,3 +74,21 @@ async def _dispatch(ctx: Context, tx: repo.Tx, command: ApprovalCommand) -> Appr
     assert isinstance(command, ResolvePausePoint), "revisions are answered before the inbox"
     resolution = Resolution(command.action, command.option, command.data, command.reply)
     return await pause_points.resolve(ctx, tx, command.token, command.pause_point_id, resolution)
+
+
+def over_rate(ctx: Context, command: ApprovalCommand) -> ApprovalReply | None:
+    """The ``rate_limited`` reply if the command's person is over their rate, else ``None``."""
+    try:
+        claims = verify_token(ctx.settings.auth, command.token)
+    except TokenInvalid:
+        return None
+    wait = ctx.command_rate.take(f"{claims.org}/{claims.sub}")
+    if wait <= 0:
+        return None
+    log.info("approval.rate_limited", command=COMMAND_NAMES[command.type])
+    refused = decide.reply(Answer("rate_limited"))
+    reason = Reason(
+        code="rate_limited",
+        params={"bucket": "approvals", "retry_after_s": max(1, math.ceil(wait))},
+    )
+    return refused.model_copy(update={"reason": reason, "causation_id": command.message_id})

@@ -8,11 +8,12 @@ be tested before, and independently of, any real domain.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import import_module
 
 from faststream.rabbit import RabbitBroker
 from signoff_contracts.operations import Directory
+from signoff_runtime.limits import TokenBuckets
 from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.topology import Topology
 from signoff_runtime.unsafe import DirectPublisher
@@ -33,6 +34,13 @@ class Context:
     broker: RabbitBroker | None = None
     #: ``SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX`` (tests only): messages bypass the outbox
     direct: DirectPublisher | None = None
+    #: each person's approval commands over AMQP (``commands``), at the rate HTTP allows them
+    #: (``SIGNOFF_LIMITS__APPROVALS_PER_MINUTE``): per process, like the HTTP limit
+    command_rate: TokenBuckets = field(init=False)
+
+    def __post_init__(self) -> None:
+        rate = TokenBuckets(self.settings.limits.approvals_per_minute)
+        object.__setattr__(self, "command_rate", rate)
 
 
 def load_domain(
