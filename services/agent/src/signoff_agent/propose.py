@@ -53,31 +53,31 @@ async def propose(
         raise Problem(404, "unknown_operation", f"No operation is called {kind!r}.") from None
     async with proposer.engine.connect() as conn:
         member = await current_member(proposer.auth, proposer.directory, conn, authorization)
-        try:
-            parsed = op.parse_request(body.request)
-        except ValidationError as exc:
-            raise Problem(
-                422,
-                "invalid_request",
-                "The request does not fit the operation.",
-                errors=_errors(exc),
-            ) from None
-        try:
-            created = await proposer.propose(conn, op, member, body.resource_id, parsed)
-        except Rejected as exc:
-            raise Problem(
-                422,
-                exc.reason.code,
-                "The operation cannot be proposed as asked.",
-                params=exc.reason.params,
-            ) from None
-        except ProposalsUnavailable as exc:
-            raise Problem(
-                503,
-                "proposals_unavailable",
-                "The proposal could not be confirmed as stored; check it by id.",
-                proposal_id=exc.proposal_id,
-            ) from None
+    try:
+        parsed = op.parse_request(body.request)
+    except ValidationError as exc:
+        raise Problem(
+            422,
+            "invalid_request",
+            "The request does not fit the operation.",
+            errors=_errors(exc),
+        ) from None
+    try:
+        created = await proposer.propose(op, member, body.resource_id, parsed)
+    except Rejected as exc:
+        raise Problem(
+            422,
+            exc.reason.code,
+            "The operation cannot be proposed as asked.",
+            params=exc.reason.params,
+        ) from None
+    except ProposalsUnavailable as exc:
+        raise Problem(
+            503,
+            "proposals_unavailable",
+            "The proposal could not be confirmed as stored; check it by id.",
+            proposal_id=exc.proposal_id,
+        ) from None
     return JSONResponse(
         created, status_code=201, headers={"Location": f"/v1/proposals/{created['proposal']['id']}"}
     )

@@ -14,7 +14,7 @@ from signoff_contracts.v1 import ProposalRequested, ProposalRequestReply
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AmqpSettings, AuthSettings
 from signoff_runtime.topology import ROUTING_KEYS, Topology
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = structlog.get_logger(__name__)
 
@@ -44,18 +44,21 @@ class Proposer:
 
     async def propose(
         self,
-        conn: AsyncConnection,
         op: AnyOperation,
         member: Membership,
         resource_id: str,
         request: Any,
         conversation_id: str | None = None,
     ) -> dict[str, Any]:
-        """Resolve, store by request-reply, and return the stored view with its rendering."""
+        """Resolve, store by request-reply, and return the stored view with its rendering.
+
+        The database connection is given back before the request to the proposals service:
+        holding it across that round trip let a burst of proposals drain the pool."""
         scope = Scope(
             organization_id=member.organization_id, section=op.section, resource_id=resource_id
         )
-        resolved = await op.resolve(request, scope, conn)
+        async with self.engine.connect() as conn:
+            resolved = await op.resolve(request, scope, conn)
         proposal_id = new_id("prp")
         message = ProposalRequested(
             proposal_id=proposal_id,

@@ -186,10 +186,9 @@ class Toolbox:
         except ValidationError as exc:
             return _invalid(exc)
         try:
-            async with self.engine.connect() as conn:
-                created = await self.proposer.propose(
-                    conn, op, self.member, self.scope.resource_id, request, self.conversation_id
-                )
+            created = await self.proposer.propose(
+                op, self.member, self.scope.resource_id, request, self.conversation_id
+            )
         except NotStored as exc:
             return Stopped("proposal_refused", {"reason": _reason(exc.reason), "kind": op.kind})
         except Rejected as exc:
