@@ -2,7 +2,10 @@
 
 Handlers raise ``Problem``; validation errors become ``422 invalid_request`` listing the fields
 at fault (locations and messages only, never the submitted values); anything unexpected becomes
-``500 internal_error`` carrying only a correlation id, and the detail goes to the log.
+``500 internal_error`` carrying only a correlation id, and the detail goes to the log. A
+database that is momentarily out of reach (pool exhausted, statement timeout, connection lost,
+server restarting) is not a bug: it becomes ``503 temporarily_unavailable`` with ``Retry-After``,
+so a client knows to try again.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from signoff_contracts.ids import new_id
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = structlog.get_logger(__name__)
@@ -46,6 +50,8 @@ class Problem(Exception):
 
 def problem_response(problem: Problem) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if problem.status == 401 else None
+    if problem.status == 503:
+        headers = {"Retry-After": "1"}
     return JSONResponse(
         problem.body(), status_code=problem.status, media_type=MEDIA_TYPE, headers=headers
     )
@@ -87,6 +93,21 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         correlation_id = new_id("cor")
+        if database_unavailable(exc):
+            log.warning(
+                "http.database_unavailable",
+                path=request.url.path,
+                correlation_id=correlation_id,
+                error=type(exc).__name__,
+            )
+            return problem_response(
+                Problem(
+                    503,
+                    "temporarily_unavailable",
+                    "The service is busy or restarting; try again shortly.",
+                    correlation_id=correlation_id,
+                )
+            )
         log.error(
             "http.unhandled", path=request.url.path, correlation_id=correlation_id, exc_info=exc
         )
@@ -98,3 +119,21 @@ def install(app: FastAPI) -> None:
                 correlation_id=correlation_id,
             )
         )
+
+
+#: SQLSTATE classes and codes that say "not now" rather than "wrong": connection exceptions,
+#: insufficient resources, a cancelled (timed-out) statement, the server shutting down or starting
+_TRANSIENT_CLASSES = ("08", "53")
+_TRANSIENT_CODES = {"57014", "57P01", "57P02", "57P03"}
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database cannot serve right now (worth a retry)."""
+    if isinstance(exc, sa_exc.TimeoutError | sa_exc.DisconnectionError):
+        return True
+    if isinstance(exc, sa_exc.DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        state = str(getattr(exc.orig, "sqlstate", "") or "")
+        return state in _TRANSIENT_CODES or state[:2] in _TRANSIENT_CLASSES
+    return isinstance(exc, ConnectionError)
