@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -140,13 +141,17 @@ class OutboxRelay:
     async def run(self) -> None:
         connection = await aio_pika.connect_robust(self._amqp_url)
         listener = await self._listen()
+        measure_at = 0.0
         try:
             while True:
                 try:
                     await self._ensure_channel(connection)
                     while await self.drain() == self._batch:
                         pass
-                    await self.measure()
+                    # a busy relay wakes on every commit; the lag gauges need no such rate
+                    if time.monotonic() >= measure_at:
+                        await self.measure()
+                        measure_at = time.monotonic() + self._poll_s
                 except (OSError, asyncpg.PostgresError, aio_pika.exceptions.AMQPError) as exc:
                     log.warning("outbox.drain_failed", schema=self._table.schema, error=str(exc))
                 with contextlib.suppress(TimeoutError):
