@@ -85,6 +85,19 @@ class Stack:
         proc.wait_healthy(60.0)
         return proc
 
+    def start_web(self) -> ServiceProcess:
+        """The web frontend (``signoff serve web``), talking to this stack's agent and proposals
+        service; the browser tests and the web's authorization table share it."""
+        env = {
+            **self.env,
+            "SIGNOFF_WEB__AGENT_URL": self.url("agent"),
+            "SIGNOFF_WEB__PROPOSALS_URL": self.url("proposals"),
+        }
+        proc = service("web", env, self.log_dir)
+        self.processes["web"] = proc.start()
+        proc.wait_healthy(60.0)
+        return proc
+
     def stop(self) -> None:
         for proc in self.processes.values():
             proc.stop()

@@ -4,7 +4,8 @@ The route table is built from the services' own ``app.routes`` (created in-proce
 started), so a route added without an entry here fails ``test_every_route_has_a_table_entry``.
 Each entry says how to call the route on organization A's objects; the test then calls it with
 no token, a mis-signed token, A's viewer (writes only) and B's manager, and checks nothing of A's
-changed.
+changed. The web frontend's routes (cookie session, CSRF) have a table of their own in
+``test_security_authz_web.py``.
 """
 
 from __future__ import annotations

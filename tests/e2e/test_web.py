@@ -17,7 +17,7 @@ import httpx
 import pytest
 import pytest_asyncio
 from e2e_stack import Stack
-from signoff_runtime.testing.processes import ServiceProcess, service
+from signoff_runtime.testing.processes import ServiceProcess
 from sqlalchemy import text
 
 playwright_api = pytest.importorskip("playwright.async_api")
@@ -45,15 +45,7 @@ expect = playwright_api.expect
 
 @pytest.fixture(scope="module")
 def web(stack: Stack) -> ServiceProcess:
-    env = {
-        **stack.env,
-        "SIGNOFF_WEB__AGENT_URL": stack.url("agent"),
-        "SIGNOFF_WEB__PROPOSALS_URL": stack.url("proposals"),
-    }
-    proc = service("web", env, stack.log_dir)
-    stack.processes["web"] = proc.start()
-    proc.wait_healthy(60.0)
-    return proc
+    return stack.start_web()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
