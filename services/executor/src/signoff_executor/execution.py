@@ -131,7 +131,7 @@ class Executor:
             metrics.DUPLICATES.labels("attempting").inc()
             assert row.attempt is not None
             return await self._unknown_in(conn, contract, cast(External, op), row.attempt)
-        if await repository.is_late(conn, contract.execute_by):
+        if row.late:
             return await self._conclude(conn, contract, domain.stale(contract))
         try:
             arguments = op.parse_arguments(contract.arguments)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal
 
 from signoff_contracts.operations import AttemptRef
@@ -29,11 +28,18 @@ class Execution:
     outcome: OperationOutcome | None
     outcome_message_id: str | None
     reconciliation_message_id: str | None
+    #: the database clock is past the contract's ``execute_by`` (set by ``claim`` only)
+    late: bool = False
 
 
 _COLUMNS = (
     "contract_id, proposal_id, status, attempt_id, idempotency_key, outcome, "
     "outcome_message_id, reconciliation_message_id"
+)
+
+_INSERTED = (
+    "contract_id, proposal_id, organization_id, operation_kind, contract_version, "
+    "contract_message_id, status"
 )
 
 
@@ -52,39 +58,36 @@ def _execution(row: Any) -> Execution:
         outcome=outcome,
         outcome_message_id=row.outcome_message_id,
         reconciliation_message_id=row.reconciliation_message_id,
+        late=bool(getattr(row, "late", False)),
     )
 
 
 async def claim(conn: AsyncConnection, contract: ExecutionContract) -> Execution:
     """The contract's row, locked for this transaction; inserted as ``started`` if new.
 
-    The insert blocks while another transaction holds an uncommitted insert of the same key, and
-    ``FOR UPDATE`` while another holds the row: two executors racing on one contract take turns,
-    and the second sees what the first committed.
+    One round trip: the conflicting insert becomes a no-op update, which locks the existing row
+    and returns it as the last committed transaction left it. The insert blocks while another
+    transaction holds an uncommitted insert of the same key, and the update while another holds
+    the row: two executors racing on one contract take turns, and the second sees what the first
+    committed. ``late`` compares ``execute_by`` with the database clock in the same statement.
     """
-    await conn.execute(
-        text(
-            "INSERT INTO executor.executions (contract_id, proposal_id, organization_id, "
-            "operation_kind, contract_version, contract_message_id, status) "
-            "VALUES (:cid, :pid, :org, :kind, :ver, :mid, 'started') "
-            "ON CONFLICT (contract_id) DO NOTHING"
-        ),
-        {
-            "cid": contract.contract_id,
-            "pid": contract.proposal_id,
-            "org": contract.organization_id,
-            "kind": contract.operation_kind,
-            "ver": contract.contract_version,
-            "mid": contract.message_id,
-        },
-    )
     row = (
         await conn.execute(
             text(
-                f"SELECT {_COLUMNS} FROM executor.executions "  # noqa: S608 - constant columns
-                "WHERE contract_id = :cid FOR UPDATE"
+                f"INSERT INTO executor.executions ({_INSERTED}) "  # noqa: S608 - constant columns
+                "VALUES (:cid, :pid, :org, :kind, :ver, :mid, 'started') "
+                "ON CONFLICT (contract_id) DO UPDATE SET contract_id = EXCLUDED.contract_id "
+                f"RETURNING {_COLUMNS}, now() > :by AS late"
             ),
-            {"cid": contract.contract_id},
+            {
+                "cid": contract.contract_id,
+                "pid": contract.proposal_id,
+                "org": contract.organization_id,
+                "kind": contract.operation_kind,
+                "ver": contract.contract_version,
+                "mid": contract.message_id,
+                "by": contract.execute_by,
+            },
         )
     ).one()
     return _execution(row)
@@ -114,12 +117,6 @@ async def read(conn: AsyncConnection, contract_id: str) -> Execution | None:
         )
     ).first()
     return _execution(row) if row is not None else None
-
-
-async def is_late(conn: AsyncConnection, execute_by: datetime) -> bool:
-    """Whether the database clock has passed ``execute_by`` (never a process clock)."""
-    late = (await conn.execute(text("SELECT now() > :by"), {"by": execute_by})).scalar_one()
-    return bool(late)
 
 
 async def mark_attempting(conn: AsyncConnection, contract_id: str, attempt: AttemptRef) -> None:
