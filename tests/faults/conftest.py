@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 sys.path.insert(0, str(Path(__file__).parent))  # faults_*: module names no other suite uses
 
 from faults_proxy import Proxy
-from faults_run import RESULTS, SESSION_STARTED, table, write_docs
+from faults_run import RESULTS, SESSION_STARTED, findings, table, write_docs
 from faults_servers import PrivatePostgres, PrivateRabbit
 from faults_stack import FaultStack
 
@@ -40,6 +40,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     terminalreporter.write_sep("=", "fault injection (tests/faults)")
     terminalreporter.write_line(table(RESULTS))
+    if found := findings(RESULTS):
+        terminalreporter.write_line(found)
     if os.environ.get("SIGNOFF_FAULTS_WRITE_DOCS") == "1":
         write_docs(RESULTS, time.monotonic() - SESSION_STARTED)
         terminalreporter.write_line("results written to docs/reliability.md")

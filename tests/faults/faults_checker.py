@@ -49,6 +49,8 @@ class Report:
     operations: dict[str, int] = field(default_factory=dict)
     details: list[str] = field(default_factory=list)
     switches: str = ""
+    #: proposals whose outcome had to be reconciled (the faults reached the provider calls)
+    reconciled: int = 0
 
     @property
     def violations(self) -> int:
@@ -132,6 +134,7 @@ class _Facts:
     refunds: Counter[str]
     attempts: dict[str, str]
     effects: Counter[str]
+    reconciled: int
 
 
 async def _facts(stack: FaultStack, cases: list[Case]) -> _Facts:
@@ -182,12 +185,19 @@ async def _facts(stack: FaultStack, cases: list[Case]) -> _Facts:
             ids=ids,
         )
     }
+    reconciled = await stack.rows(
+        "SELECT count(DISTINCT proposal_id) AS n FROM proposals.audit "
+        "WHERE to_status = 'needs_reconciliation' AND proposal_id = ANY(:ids)",
+        ids=ids,
+    )
     refs = {case.payment_ref for case in cases}
     ledger = await stack.ledger()
     effects = Counter(
         item["payment_ref"] for item in ledger["items"] if item["payment_ref"] in refs
     )
-    return _Facts(proposals, claims, executions, conclusions, refunds, attempts, effects)
+    return _Facts(
+        proposals, claims, executions, conclusions, refunds, attempts, effects, reconciled[0]["n"]
+    )
 
 
 async def check(
@@ -195,6 +205,7 @@ async def check(
 ) -> Report:
     facts = await _facts(stack, cases)
     report = Report(scenario, seed, proposals=len(facts.proposals))
+    report.reconciled = facts.reconciled
     report.operations = {f"{k}:{r}": n for (k, r), n in sorted(history.summary().items())}
     _check_orders(report, facts, cases)
     known = {row["id"] for row in facts.proposals}
@@ -208,6 +219,9 @@ async def check(
 
 
 def _check_orders(report: Report, facts: _Facts, cases: list[Case]) -> None:
+    """Per refund case. Agreement is judged only where every proposal of the case has ended: an
+    unresolved one is counted as such, not twice."""
+    open_orders = {row["resource_id"] for row in facts.proposals if row["status"] not in TERMINAL}
     succeeded = Counter(
         row["resource_id"] for row in facts.proposals if row["status"] == "succeeded"
     )
@@ -220,6 +234,8 @@ def _check_orders(report: Report, facts: _Facts, cases: list[Case]) -> None:
         if local > 0:
             report.duplicate_local += local
             report.note(f"{case.order_id}: {local + 1} local refunds or succeeded proposals")
+        if case.order_id in open_orders:
+            continue
         if (effects == 0) != (succeeded[case.order_id] == 0):
             report.disagreeing += 1
             report.note(

@@ -63,10 +63,11 @@ async def run_scenario(
 
 def table(reports: list[Report]) -> str:
     head = (
-        "| scenario | protections | seed | proposals | faults | duplicate external | "
-        "duplicate local | lost | unresolved | disagreeing | other | settle s | verdict |"
+        "| scenario | protections | seed | proposals | operations ok/failed/indeterminate | "
+        "faults | reconciled | duplicate external | duplicate local | lost | unresolved | "
+        "disagreeing | other | settle s | verdict |"
     )
-    lines = [head, "|" + "---|" * 13]
+    lines = [head, "|" + "---|" * 15]
     for r in reports:
         control = bool(r.switches)
         if control:
@@ -74,12 +75,27 @@ def table(reports: list[Report]) -> str:
         else:
             verdict = "pass" if not r.violations else "FAIL"
         other = ", ".join(f"{k}: {v}" for k, v in r.extra.items()) or "0"
+        ops = "/".join(
+            str(sum(n for key, n in r.operations.items() if key.endswith(":" + result)))
+            for result in ("ok", "failed", "indeterminate")
+        )
         lines.append(
             f"| {r.scenario} | {'off: ' + r.switches if control else 'all on'} | {r.seed} | "
-            f"{r.proposals} | {r.faults} | {r.duplicate_external} | {r.duplicate_local} | "
+            f"{r.proposals} | {ops} | {r.faults} | {r.reconciled} | "
+            f"{r.duplicate_external} | {r.duplicate_local} | "
             f"{r.lost} | {r.unresolved} | {r.disagreeing} | {other} | {r.settle_s:.1f} | "
             f"{verdict} |"
         )
+    return "\n".join(lines)
+
+
+def findings(reports: list[Report], per_report: int = 3) -> str:
+    """The first violations each report found (what a negative control was caught doing)."""
+    lines = []
+    for r in reports:
+        if r.violations:
+            name = f"{r.scenario} ({'off: ' + r.switches if r.switches else 'all on'})"
+            lines += [f"- {name}: {detail}" for detail in r.details[:per_report]]
     return "\n".join(lines)
 
 
@@ -112,6 +128,10 @@ def write_docs(reports: list[Report], seconds: float) -> None:
             f"per scenario, {seconds / 60:.1f} min, on {machine()}.",
             "",
             table(reports),
+            "",
+            "What the checker reported where it found violations (first lines of each):",
+            "",
+            findings(reports),
             END,
         ]
     )
