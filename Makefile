@@ -26,9 +26,9 @@ services:
 run: install services
 	$(VENV)/bin/signoff dev run
 
-## test: everything CI runs
+## test: everything CI runs (two workers: each test module owns its database, queues and ports)
 test: install services
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 ## bench: signoff beside the raw limit and LangGraph; writes docs/benchmarks.md (BENCH_* sizes)
 bench: install services

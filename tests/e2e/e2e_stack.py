@@ -35,7 +35,7 @@ def stack_env(database_url: str, amqp_url: str, prefix: str) -> dict[str, str]:
     return {
         "SIGNOFF_ENV": "test",
         "SIGNOFF_DB__URL": database_url,
-        "SIGNOFF_DB__POOL_SIZE": "10",
+        "SIGNOFF_DB__POOL_SIZE": "8",  # two stacks run side by side under make test
         "SIGNOFF_AMQP__URL": amqp_url,
         "SIGNOFF_AMQP__PREFIX": prefix,
         "SIGNOFF_AMQP__DELIVERY_LIMIT": "3",
