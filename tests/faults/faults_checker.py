@@ -28,6 +28,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import aio_pika
 from faults_history import Case, History
 from faults_stack import TERMINAL, FaultStack
 from signoff_runtime.testing import wait_until
@@ -116,8 +117,6 @@ async def quiet(stack: FaultStack, within_s: float = 20.0) -> None:
 
 
 async def _depth(stack: FaultStack, queue: str) -> int:
-    import aio_pika
-
     connection = await aio_pika.connect(stack.rabbit.url)
     async with connection:
         channel = await connection.channel()

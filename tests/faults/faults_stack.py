@@ -202,6 +202,11 @@ class FaultStack:
             result = await conn.execute(text(sql), params)
             return [dict(row._mapping) for row in result]
 
+    async def execute(self, sql: str, **params: Any) -> int:
+        """Change the database directly (a fault, not a service's work); rows affected."""
+        async with self.engine.begin() as conn:
+            return (await conn.execute(text(sql), params)).rowcount
+
     async def ledger(self) -> dict[str, Any]:
         response = await self.http.get(f"{self.url('provider')}/v1/ledger")
         response.raise_for_status()
