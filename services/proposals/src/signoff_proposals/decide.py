@@ -33,7 +33,7 @@ from signoff_proposals import domain
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.domain import Answer
-from signoff_proposals.outbox import SOURCE, announce, contract_for, send_contract
+from signoff_proposals.outbox import SOURCE, AuditEntry, announce, contract_for, together
 
 log = structlog.get_logger(__name__)
 PENDING = ProposalStatus.PENDING
@@ -155,9 +155,7 @@ async def _claim(ctx: Context, tx: repo.Tx, admitted: Admitted) -> ApprovalReply
     )
     if claimed is None:
         return await after_lost_claim(ctx, tx, admitted.row.id)
-    contract = contract_for(ctx, claimed)
-    await repo.write_audit(
-        tx,
+    entry = AuditEntry(
         claimed.id,
         actor=admitted.claims.sub,
         action="claimed",
@@ -165,8 +163,7 @@ async def _claim(ctx: Context, tx: repo.Tx, admitted: Admitted) -> ApprovalReply
         to_status=ProposalStatus.EXECUTING,
         detail={"contract_id": claimed.contract_id, "execute_by": claimed.execute_by.isoformat()},
     )
-    await send_contract(ctx, tx, contract)
-    await announce(ctx, tx, "executing", claimed)
+    await together(ctx, tx, entry, "executing", claimed, contract=contract_for(ctx, claimed))
     log.info("proposal.claimed", proposal_id=claimed.id, contract_id=claimed.contract_id)
     return reply(domain.CLAIMED, claimed)
 

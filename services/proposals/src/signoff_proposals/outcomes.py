@@ -22,7 +22,7 @@ from signoff_proposals import domain
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.metrics import OUTCOMES_IGNORED
-from signoff_proposals.outbox import announce
+from signoff_proposals.outbox import AuditEntry, together
 from signoff_proposals.tables import inbox
 
 log = structlog.get_logger(__name__)
@@ -58,8 +58,7 @@ async def record(ctx: Context, msg: OutcomeReported) -> bool:
             values={"outcome": msg.outcome.model_dump(mode="json"), "outcome_at": repo.DB_CLOCK},
         )
         assert moved is not None, "the row is locked and was in a source status"
-        await repo.write_audit(
-            tx,
+        entry = AuditEntry(
             msg.proposal_id,
             actor=_actor(msg),
             action="outcome",
@@ -67,7 +66,7 @@ async def record(ctx: Context, msg: OutcomeReported) -> bool:
             to_status=target,
             detail=_detail(msg),
         )
-        await announce(ctx, tx, "outcome", moved, causation_id=msg.message_id)
+        await together(ctx, tx, entry, "outcome", moved, causation_id=msg.message_id)
     log.info("proposal.outcome", proposal_id=msg.proposal_id, status=target.value)
     return True
 
