@@ -1,8 +1,9 @@
-"""A private PostgreSQL and RabbitMQ for the fault session, and signoff running against them.
+"""A private PostgreSQL and RabbitMQ for the fault module, and signoff running against them.
 
-Both servers start once per session (in parallel: the broker takes ~15 s to boot here) and stop
-at its end; if either cannot start, every fault test errors with the server's reason — on these
-machines a missing fault suite is a failure, not a skip. See docs/reliability.md.
+Both servers start once for the module (in parallel: the broker takes ~15 s to boot here) and
+stop at its end, so nothing of theirs idles through the rest of ``make test``. If either cannot
+start, every fault test errors with the server's reason: on these machines a missing fault suite
+is a failure, not a skip. See docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line("results written to docs/reliability.md")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def private_servers() -> Iterator[tuple[PrivatePostgres, PrivateRabbit]]:
     pg, rabbit = PrivatePostgres(), PrivateRabbit()
     try:
@@ -61,7 +62,7 @@ def private_servers() -> Iterator[tuple[PrivatePostgres, PrivateRabbit]]:
         pg.stop()
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def fault_stack(
     private_servers: tuple[PrivatePostgres, PrivateRabbit],
     tmp_path_factory: pytest.TempPathFactory,

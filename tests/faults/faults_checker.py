@@ -134,6 +134,7 @@ class _Facts:
     attempts: dict[str, str]
     effects: Counter[str]
     reconciled: int
+    books: dict[str, dict[str, Any]]
 
 
 async def _facts(stack: FaultStack, cases: list[Case]) -> _Facts:
@@ -184,6 +185,17 @@ async def _facts(stack: FaultStack, cases: list[Case]) -> _Facts:
             ids=ids,
         )
     }
+    books = {
+        row["order_id"]: row
+        for row in await stack.rows(
+            "SELECT o.id AS order_id, o.total_cents, p.refunded_cents, p.reserved_cents, "
+            "(SELECT coalesce(sum(r.amount_cents), 0) FROM club.refunds r "
+            " WHERE r.payment_id = p.id) AS refunds_cents "
+            "FROM club.orders o JOIN club.payments p ON p.order_id = o.id "
+            "WHERE o.id = ANY(:orders)",
+            orders=[case.order_id for case in cases],
+        )
+    }
     reconciled = await stack.rows(
         "SELECT count(DISTINCT proposal_id) AS n FROM proposals.audit "
         "WHERE to_status = 'needs_reconciliation' AND proposal_id = ANY(:ids)",
@@ -195,7 +207,15 @@ async def _facts(stack: FaultStack, cases: list[Case]) -> _Facts:
         item["payment_ref"] for item in ledger["items"] if item["payment_ref"] in refs
     )
     return _Facts(
-        proposals, claims, executions, conclusions, refunds, attempts, effects, reconciled[0]["n"]
+        proposals,
+        claims,
+        executions,
+        conclusions,
+        refunds,
+        attempts,
+        effects,
+        reconciled[0]["n"],
+        books,
     )
 
 
@@ -235,12 +255,30 @@ def _check_orders(report: Report, facts: _Facts, cases: list[Case]) -> None:
             report.note(f"{case.order_id}: {local + 1} local refunds or succeeded proposals")
         if case.order_id in open_orders:
             continue
+        _check_books(report, case, facts.books[case.order_id])
         if (effects == 0) != (succeeded[case.order_id] == 0):
             report.disagreeing += 1
             report.note(
                 f"{case.order_id}: provider applied {effects}, "
                 f"{succeeded[case.order_id]} proposal(s) succeeded"
             )
+
+
+def _check_books(report: Report, case: Case, books: dict[str, Any]) -> None:
+    """The club's own books for a settled case: the payment's refunded amount is its refunds'
+    sum (more means an effect applied twice), nothing is left reserved, and the order total went
+    down by exactly what was refunded."""
+    refunded, recorded = books["refunded_cents"], books["refunds_cents"]
+    if refunded > recorded:
+        report.duplicate_local += 1
+        report.note(f"{case.order_id}: payment refunded {refunded}, refunds recorded {recorded}")
+    elif (
+        refunded < recorded
+        or books["reserved_cents"] != 0
+        or (books["total_cents"] != case.total_before - refunded)
+    ):
+        report.disagreeing += 1
+        report.note(f"{case.order_id}: books disagree {books}, total before {case.total_before}")
 
 
 def _check_proposal(report: Report, facts: _Facts, history: History, row: dict[str, Any]) -> None:

@@ -42,6 +42,7 @@ class Case:
     token: str
     order_id: str
     payment_ref: str
+    total_before: int = 0
     proposal_id: str | None = None
 
     @property
@@ -93,22 +94,21 @@ class Driver:
 
     async def cases(self, count: int) -> list[Case]:
         orgs = await self.stack.seed(count)
-        refs = {
-            row["id"]: row["provider_ref"]
+        rows = {
+            row["id"]: row
             for row in await self.stack.rows(
-                "SELECT id, provider_ref FROM club.payments WHERE id = ANY(:ids)",
+                "SELECT p.id, p.provider_ref, o.total_cents FROM club.payments p "
+                "JOIN club.orders o ON o.id = p.order_id WHERE p.id = ANY(:ids)",
                 ids=[org["refund_case"]["payment_id"] for org in orgs],
             )
         }
-        return [
-            Case(
-                org,
-                self.stack.token(org),
-                org["refund_case"]["order_id"],
-                refs[org["refund_case"]["payment_id"]],
-            )
-            for org in orgs
-        ]
+        cases = []
+        for org in orgs:
+            row = rows[org["refund_case"]["payment_id"]]
+            order_id = org["refund_case"]["order_id"]
+            token = self.stack.token(org)
+            cases.append(Case(org, token, order_id, row["provider_ref"], row["total_cents"]))
+        return cases
 
     async def _send(self, op: Op, method: str, url: str, case: Case, **kwargs: Any) -> Op:
         try:
