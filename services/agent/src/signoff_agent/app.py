@@ -18,6 +18,7 @@ from signoff_contracts.operations import Directory
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.registry import Operations, load_directory, load_operations
+from signoff_runtime.rpc import Requester
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
@@ -43,9 +44,11 @@ def create_app(
     runtime = Runtime.build("agent", settings)
     operations = operations or load_operations()
     directory = directory or load_directory()
+    # requests to the proposals service, many in flight at once (``signoff_runtime.rpc``)
+    requester = Requester(settings.amqp.url, app_id="signoff-agent")
     proposer = Proposer(
         engine=runtime.engine,
-        broker=runtime.broker,
+        requester=requester,
         topology=runtime.topology,
         operations=operations,
         directory=directory,
@@ -57,7 +60,7 @@ def create_app(
         model=model or build_model(settings.agent),
         sections=sections or load_assistants(operations),
         proposer=proposer,
-        pauser=Pauser(runtime.broker, runtime.topology, settings.amqp),
+        pauser=Pauser(requester, runtime.topology, settings.amqp),
         directory=directory,
         group=settings.agent,
     )
@@ -75,7 +78,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with runtime.running():
+        async with requester, runtime.running():
             yield
             await turns.drain(timeout_s=10.0)
 

@@ -50,9 +50,9 @@ class Consumers:
         topo = self.topology
 
         def subscriber(key: str) -> Callable[[Handler], object]:
-            # No ``exchange=``: the topology already bound the queues, and FastStream would
-            # cache the exchange on this subscriber's channel — then a ``broker.request`` to
-            # ``commands`` would publish there, away from its reply consumer, and fail.
+            # No ``exchange=``: the topology already bound the queues. (It once also kept
+            # FastStream's ``broker.request`` working; requests now go through
+            # ``signoff_runtime.rpc.Requester``, on a connection of their own.)
             return self.broker.subscriber(
                 topo.queue(key),
                 ack_policy=AckPolicy.MANUAL,

@@ -13,13 +13,12 @@ import json
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from faststream.exceptions import FastStreamException
-from faststream.rabbit import RabbitBroker
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import Membership
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v1 import PausePointRequested, PausePointRequestReply, PausePointView
+from signoff_runtime.rpc import Requester, RequestFailed
 from signoff_runtime.settings import AmqpSettings
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 
@@ -139,7 +138,7 @@ class PausesUnavailable(Exception):
 
 @dataclass
 class Pauser:
-    broker: RabbitBroker
+    requester: Requester
     topology: Topology
     amqp: AmqpSettings
 
@@ -163,17 +162,16 @@ class Pauser:
             form_schema=pause.form_schema,
         )
         try:
-            response = await self.broker.request(
-                message.model_dump_json(),
-                exchange=self.topology.exchange("commands"),
+            response = await self.requester.request(
+                message.model_dump_json().encode(),
+                exchange=self.topology.name("commands"),
                 routing_key=ROUTING_KEYS["proposals.pause-points"],
                 message_id=message.message_id,
-                correlation_id=message.correlation_id,
-                content_type="application/json",
-                persist=True,
+                correlation_id=pause_point_id,
+                message_type=message.type,
                 timeout=self.amqp.request_timeout_s,
             )
-        except (TimeoutError, FastStreamException) as exc:
+        except (TimeoutError, RequestFailed) as exc:
             raise PausesUnavailable(pause_point_id) from exc
         reply = PausePointRequestReply.model_validate_json(response.body)
         if reply.accepted and reply.pause_point is not None:

@@ -6,12 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from faststream.exceptions import FastStreamException
-from faststream.rabbit import RabbitBroker
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AnyOperation, Directory, Membership, Rejected, Scope
 from signoff_contracts.v1 import ProposalRequested, ProposalRequestReply
 from signoff_runtime.registry import Operations
+from signoff_runtime.rpc import Requester, RequestFailed
 from signoff_runtime.settings import AmqpSettings, AuthSettings
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -35,7 +34,7 @@ class NotStored(Rejected):
 @dataclass
 class Proposer:
     engine: AsyncEngine
-    broker: RabbitBroker
+    requester: Requester
     topology: Topology
     operations: Operations
     directory: Directory
@@ -90,16 +89,15 @@ class Proposer:
 
     async def _request(self, message: ProposalRequested) -> ProposalRequestReply:
         try:
-            response = await self.broker.request(
-                message.model_dump_json(),
-                exchange=self.topology.exchange("commands"),
+            response = await self.requester.request(
+                message.model_dump_json().encode(),
+                exchange=self.topology.name("commands"),
                 routing_key=ROUTING_KEYS["proposals.requests"],
                 message_id=message.message_id,
-                correlation_id=message.correlation_id,
-                content_type="application/json",
-                persist=True,
+                correlation_id=message.proposal_id,
+                message_type=message.type,
                 timeout=self.amqp.request_timeout_s,
             )
-        except (TimeoutError, FastStreamException) as exc:
+        except (TimeoutError, RequestFailed) as exc:
             raise ProposalsUnavailable(message.proposal_id) from exc
         return ProposalRequestReply.model_validate_json(response.body)

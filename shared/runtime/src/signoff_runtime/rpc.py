@@ -1,0 +1,128 @@
+"""Request-reply over AMQP with any number of requests in flight.
+
+FastStream's ``broker.request`` holds one lock per broker for the whole round trip (publish,
+then wait for the answer), so concurrent HTTP requests that each ask another service queue
+behind one another: one agent process stored one proposal at a time. ``Requester`` keeps one
+channel that consumes RabbitMQ's direct reply-to pseudo-queue and publishes every request on that
+same channel (direct reply-to requires both on one channel); answers are matched to waiting
+callers by correlation id. An answer nobody waits for any more (its caller timed out) is dropped.
+
+Requests are persistent, mandatory and confirmed: a request that no queue is bound to fails at
+once instead of waiting out its timeout. The current trace travels in the ``traceparent`` header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+import aio_pika
+import structlog
+from aio_pika.abc import (
+    AbstractChannel,
+    AbstractIncomingMessage,
+    AbstractRobustConnection,
+    DeliveryMode,
+)
+
+from signoff_runtime import tracing
+
+log = structlog.get_logger(__name__)
+REPLY_TO = "amq.rabbitmq.reply-to"
+
+
+class RequestFailed(Exception):
+    """The request could not be published (broker unreachable, nothing bound to its key)."""
+
+
+class Requester:
+    """Opened lazily on the first request; ``close`` (or ``async with``) at shutdown."""
+
+    def __init__(self, amqp_url: str, *, app_id: str) -> None:
+        self._url = amqp_url
+        self._app_id = app_id
+        self._connection: AbstractRobustConnection | None = None
+        self._channel: AbstractChannel | None = None
+        self._opening = asyncio.Lock()
+        self._waiting: dict[str, asyncio.Future[AbstractIncomingMessage]] = {}
+
+    async def __aenter__(self) -> Requester:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        for waiting in self._waiting.values():
+            waiting.cancel()
+        self._waiting.clear()
+        if self._connection is not None:
+            await self._connection.close()
+        self._connection = self._channel = None
+
+    async def request(
+        self,
+        body: bytes,
+        *,
+        exchange: str,
+        routing_key: str,
+        correlation_id: str,
+        message_id: str,
+        message_type: str | None = None,
+        timeout: float,
+    ) -> AbstractIncomingMessage:
+        """Publish ``body`` and wait for the answer carrying ``correlation_id``.
+
+        Raises ``TimeoutError`` when none arrives in ``timeout`` seconds and ``RequestFailed``
+        when the request was not accepted by the broker.
+        """
+        async with asyncio.timeout(timeout):
+            channel = await self._open()
+            answer: asyncio.Future[AbstractIncomingMessage]
+            answer = asyncio.get_running_loop().create_future()
+            self._waiting[correlation_id] = answer
+            try:
+                target = await channel.get_exchange(exchange, ensure=False)
+                message = aio_pika.Message(
+                    body,
+                    content_type="application/json",
+                    delivery_mode=DeliveryMode.PERSISTENT,
+                    message_id=message_id,
+                    correlation_id=correlation_id,
+                    type=message_type,
+                    reply_to=REPLY_TO,
+                    app_id=self._app_id,
+                    headers=dict(tracing.headers()),
+                )
+                try:
+                    await target.publish(message, routing_key=routing_key, mandatory=True)
+                except (aio_pika.exceptions.AMQPError, OSError) as exc:
+                    raise RequestFailed(repr(exc)) from exc
+                return await answer
+            finally:
+                self._waiting.pop(correlation_id, None)
+
+    async def _open(self) -> AbstractChannel:
+        async with self._opening:
+            if self._channel is None or self._channel.is_closed:
+                if self._connection is None:
+                    self._connection = await aio_pika.connect_robust(self._url)
+                channel = await self._connection.channel(
+                    publisher_confirms=True, on_return_raises=True
+                )
+                replies = await channel.get_queue(REPLY_TO, ensure=False)
+                await replies.consume(self._answered, no_ack=True)
+                self._channel = channel
+            return self._channel
+
+    async def _answered(self, message: AbstractIncomingMessage) -> None:
+        waiting = self._waiting.get(message.correlation_id or "")
+        if waiting is None or waiting.done():
+            log.info("rpc.late_reply", correlation_id=message.correlation_id)
+            return
+        waiting.set_result(message)
