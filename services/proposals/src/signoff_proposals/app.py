@@ -19,6 +19,7 @@ from signoff_runtime import unsafe
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
+from signoff_runtime.rpc import Requester
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
@@ -26,7 +27,6 @@ from signoff_proposals import (
     decision_routes,
     handlers,
     lifecycle_metrics,
-    resolver,
     routes,
     sweeps,
 )
@@ -50,7 +50,7 @@ def create_app(
         topology=runtime.topology,
         operations=ops,
         directory=people,
-        broker=resolver.requests_broker(settings),
+        requester=Requester(settings.amqp.url, app_id="signoff-proposals"),
         direct=unsafe.direct_publisher(runtime),
     )
     handlers.register(ctx, runtime.broker)
@@ -58,8 +58,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        # the requests' broker outlives the consumers, which may be asking through it
-        async with ctx.broker or contextlib.nullcontext(), runtime.running():
+        # the requester outlives the consumers, which may be asking through it
+        async with ctx.requester or contextlib.nullcontext(), runtime.running():
             yield
 
     app = FastAPI(title="signoff proposals", lifespan=lifespan)

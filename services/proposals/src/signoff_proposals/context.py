@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from importlib import import_module
 
-from faststream.rabbit import RabbitBroker
 from signoff_contracts.operations import Directory
 from signoff_runtime.limits import TokenBuckets
 from signoff_runtime.registry import Operations, load_directory, load_operations
+from signoff_runtime.rpc import Requester
 from signoff_runtime.topology import Topology
 from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -29,9 +29,8 @@ class Context:
     topology: Topology
     operations: Operations
     directory: Directory
-    #: the broker for the requests the service makes itself (a revision asks the agent); not
-    #: the consumers' broker (see ``resolver.requests_broker``)
-    broker: RabbitBroker | None = None
+    #: the requests the service makes itself (a revision asks the agent to resolve)
+    requester: Requester | None = None
     #: ``SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX`` (tests only): messages bypass the outbox
     direct: DirectPublisher | None = None
     #: each person's approval commands over AMQP (``commands``), at the rate HTTP allows them
