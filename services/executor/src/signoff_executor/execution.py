@@ -251,13 +251,13 @@ class Executor:
                 outbox.reconciliation_message(contract, attempt.attempt_id, reconciliation_id),
                 direct=self._direct,
             )
-        await repository.mark_done(
-            conn, contract.contract_id, outcome, outcome_id, reconciliation_id
-        )
-        await outbox.add(
+        await outbox.conclude(
             conn,
             self._topology,
+            contract.contract_id,
+            outcome,
             outbox.outcome_message(contract, outcome, outcome_id),
+            reconciliation_id,
             direct=self._direct,
         )
         return Concluded(outcome)

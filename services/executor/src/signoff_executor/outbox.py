@@ -20,12 +20,14 @@ from signoff_contracts.v1 import (
     OutcomeReported,
     ReconciliationRequired,
 )
+from signoff_runtime import tracing
 from signoff_runtime.outbox import enqueue, notify_channel
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from signoff_executor import repository
 from signoff_executor.tables import outbox
 
 SOURCE = "executor"
@@ -78,6 +80,47 @@ async def add(
         return
     await enqueue(
         conn, outbox, message, exchange=topology.name("outcomes"), routing_key=_key(message)
+    )
+
+
+async def conclude(
+    conn: AsyncConnection,
+    topology: Topology,
+    contract_id: str,
+    outcome: OperationOutcome,
+    message: OutcomeReported,
+    reconciliation_message_id: str | None,
+    *,
+    direct: DirectPublisher | None = None,
+) -> None:
+    """``repository.mark_done`` and ``add`` of the outcome report, in one statement."""
+    if direct is not None:  # SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX: no outbox row
+        await repository.mark_done(
+            conn, contract_id, outcome, message.message_id, reconciliation_message_id
+        )
+        await add(conn, topology, message, direct=direct)
+        return
+    await conn.execute(
+        text(
+            f"WITH done AS ({repository.MARK_DONE}), "  # noqa: S608 - constant
+            "ins AS (INSERT INTO executor.outbox "
+            "(message_id, exchange, routing_key, message_type, correlation_id, body, headers) "
+            "VALUES (:omid, :ex, :rk, :mt, :corr, :body, CAST(:headers AS jsonb)) "
+            "ON CONFLICT (message_id) DO NOTHING RETURNING 1) "
+            "SELECT pg_notify(:channel, '') FROM ins"
+        ),
+        {
+            **repository.done_params(
+                contract_id, outcome, message.message_id, reconciliation_message_id
+            ),
+            "ex": topology.name("outcomes"),
+            "rk": OUTCOME_KEY,
+            "mt": message.type,
+            "corr": message.correlation_id,
+            "body": message.model_dump_json().encode(),
+            "headers": json.dumps(tracing.headers()),
+            "channel": notify_channel(outbox),
+        },
     )
 
 

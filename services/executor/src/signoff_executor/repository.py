@@ -129,6 +129,28 @@ async def mark_attempting(conn: AsyncConnection, contract_id: str, attempt: Atte
     )
 
 
+#: ``mark_done``'s statement, also the first part of ``outbox.conclude``'s
+MARK_DONE = (
+    "UPDATE executor.executions SET status = 'done', outcome = CAST(:outcome AS jsonb), "
+    "outcome_message_id = :omid, reconciliation_message_id = :rmid, updated_at = now() "
+    "WHERE contract_id = :cid"
+)
+
+
+def done_params(
+    contract_id: str,
+    outcome: OperationOutcome,
+    outcome_message_id: str,
+    reconciliation_message_id: str | None,
+) -> dict[str, Any]:
+    return {
+        "cid": contract_id,
+        "outcome": json.dumps(outcome.model_dump(mode="json")),
+        "omid": outcome_message_id,
+        "rmid": reconciliation_message_id,
+    }
+
+
 async def mark_done(
     conn: AsyncConnection,
     contract_id: str,
@@ -137,15 +159,6 @@ async def mark_done(
     reconciliation_message_id: str | None = None,
 ) -> None:
     await conn.execute(
-        text(
-            "UPDATE executor.executions SET status = 'done', outcome = CAST(:outcome AS jsonb), "
-            "outcome_message_id = :omid, reconciliation_message_id = :rmid, updated_at = now() "
-            "WHERE contract_id = :cid"
-        ),
-        {
-            "cid": contract_id,
-            "outcome": json.dumps(outcome.model_dump(mode="json")),
-            "omid": outcome_message_id,
-            "rmid": reconciliation_message_id,
-        },
+        text(MARK_DONE),
+        done_params(contract_id, outcome, outcome_message_id, reconciliation_message_id),
     )
