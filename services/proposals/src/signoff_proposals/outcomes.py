@@ -16,14 +16,12 @@ import structlog
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import OutcomeReported
 from signoff_runtime.consumer import PermanentError
-from signoff_runtime.inbox import first_delivery
 
 from signoff_proposals import domain
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.metrics import OUTCOMES_IGNORED
 from signoff_proposals.outbox import AuditEntry, together
-from signoff_proposals.tables import inbox
 
 log = structlog.get_logger(__name__)
 
@@ -31,11 +29,11 @@ log = structlog.get_logger(__name__)
 async def record(ctx: Context, msg: OutcomeReported) -> bool:
     """Apply ``msg``; ``True`` if the proposal moved."""
     async with repo.unit_of_work(ctx.engine) as tx:
-        if not await first_delivery(tx.conn, inbox, msg.message_id):
-            return _ignored("duplicate", msg)
-        current = await repo.lock(tx.conn, msg.proposal_id)
+        first, current = await repo.lock_delivered(tx.conn, msg.message_id, msg.proposal_id)
         if current is None:
             raise PermanentError("unknown_proposal", f"proposal_id={msg.proposal_id}")
+        if not first:
+            return _ignored("duplicate", msg)
         if current.contract_id != msg.contract_id:
             return _ignored("other_contract", msg, current.status)
         target = domain.status_for_outcome(msg.outcome)

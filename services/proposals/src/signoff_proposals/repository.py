@@ -107,6 +107,25 @@ async def lock(conn: AsyncConnection, proposal_id: str) -> Row[Any] | None:
     return (await conn.execute(stmt)).first()
 
 
+async def lock_delivered(
+    conn: AsyncConnection, message_id: str, proposal_id: str
+) -> tuple[bool, Row[Any] | None]:
+    """``first_delivery`` of ``message_id`` and ``lock`` of the proposal in one statement:
+    whether this is the message's first delivery, and the locked row (``None``: no such id)."""
+    row = (
+        await conn.execute(
+            text(
+                "WITH ins AS (INSERT INTO proposals.inbox (message_id) VALUES (:mid) "
+                "ON CONFLICT DO NOTHING RETURNING 1) "
+                "SELECT p.*, EXISTS (SELECT 1 FROM ins) AS first_delivery "
+                "FROM proposals.proposals p WHERE p.id = :pid FOR UPDATE OF p"
+            ),
+            {"mid": message_id, "pid": proposal_id},
+        )
+    ).first()
+    return (bool(row.first_delivery), row) if row is not None else (True, None)
+
+
 async def transition(
     tx: Tx,
     proposal_id: str,
