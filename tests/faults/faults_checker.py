@@ -69,17 +69,20 @@ class Report:
             self.details.append(text)
 
 
-async def settled(stack: FaultStack, cases: list[Case], within_s: float) -> float:
-    """Seconds until every proposal of these cases is terminal (``within_s`` if never)."""
+async def settled(stack: FaultStack, cases: list[Case], history: History, within_s: float) -> float:
+    """Seconds until every proposal of these cases is terminal (``within_s`` if never) — but a
+    pending one no client ever heard of (its propose went unanswered) waits for a person."""
     started = time.monotonic()
     orgs = [case.org["id"] for case in cases]
+    known = list({op.proposal_id for op in history.ops if op.proposal_id})
 
     async def none_open() -> bool:
         rows = await stack.rows(
             "SELECT count(*) AS n FROM proposals.proposals WHERE organization_id = ANY(:o) "
-            "AND status <> ALL(:t)",
+            "AND status <> ALL(:t) AND (status <> 'pending' OR id = ANY(:known))",
             o=orgs,
             t=list(TERMINAL),
+            known=known,
         )
         return rows[0]["n"] == 0
 
@@ -189,7 +192,7 @@ async def _facts(stack: FaultStack, cases: list[Case]) -> _Facts:
         row["order_id"]: row
         for row in await stack.rows(
             "SELECT o.id AS order_id, o.total_cents, p.refunded_cents, p.reserved_cents, "
-            "(SELECT coalesce(sum(r.amount_cents), 0) FROM club.refunds r "
+            "(SELECT coalesce(sum(r.amount_cents), 0)::bigint FROM club.refunds r "
             " WHERE r.payment_id = p.id) AS refunds_cents "
             "FROM club.orders o JOIN club.payments p ON p.order_id = o.id "
             "WHERE o.id = ANY(:orders)",
@@ -307,6 +310,11 @@ def _check_proposal(report: Report, facts: _Facts, history: History, row: dict[s
         report.lost += 1
         report.note(f"{pid}: approval acknowledged (claimed), the proposal ended {status}")
     if status in TERMINAL:
+        return
+    if status == "pending" and not any(op.proposal_id == pid for op in history.ops):
+        # made by a propose whose answer was lost: no one was told of it, so no one approved
+        # it; it waits for a person like any pending proposal (and expires unattended)
+        report.note(f"{pid}: pending, unknown to the client (an indeterminate propose)")
         return
     report.unresolved += 1
     current = [run for run in runs if run["contract_id"] == row["contract_id"]]

@@ -171,15 +171,17 @@ class Driver:
     async def approve_stream(
         self, cases: list[Case], spread_s: float, deadline_s: float = 150.0
     ) -> None:
-        """Approve every proposed case, each at a seeded moment within ``spread_s``."""
+        """Approve every case, each at a seeded moment within ``spread_s``; a case not proposed
+        yet is proposed first, so proposals too are made while the faults strike."""
         deadline = time.monotonic() + deadline_s
         offsets = sorted(self.rng.uniform(0, spread_s) for _ in cases)
         start = time.monotonic()
 
         async def one(case: Case, offset: float) -> None:
             await asyncio.sleep(max(0.0, start + offset - time.monotonic()))
-            await self.decide(case, "approve", deadline)
+            if case.proposal_id is None:
+                await self.propose(case, deadline)
+            if case.proposal_id is not None:
+                await self.decide(case, "approve", deadline)
 
-        await asyncio.gather(
-            *(one(case, at) for case, at in zip(cases, offsets, strict=True) if case.proposal_id)
-        )
+        await asyncio.gather(*(one(case, at) for case, at in zip(cases, offsets, strict=True)))

@@ -47,10 +47,10 @@ async def run_scenario(
     history = History()
     driver = Driver(stack, history, rng)
     cases = await driver.cases(PROPOSALS)
-    await driver.propose_all(cases)
+    await driver.propose_all(cases[len(cases) // 2 :] if scenario.live_proposals else cases)
     run = Run(stack, driver, rng, SEED, cases, LONG)
     await scenario.inject(run)
-    settle_s = await settled(stack, cases, SETTLE_S)
+    settle_s = await settled(stack, cases, history, SETTLE_S)
     await quiet(stack)
     if scenario.after is not None:
         await scenario.after(run)

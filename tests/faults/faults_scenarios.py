@@ -27,6 +27,7 @@ from signoff_runtime.testing import wait_until
 
 EXECUTORS = ("executor", "executor-2")
 RECONCILERS = ("reconciler", "reconciler-2")
+LINKED = ("proposals", *EXECUTORS, *RECONCILERS)
 
 
 @dataclass
@@ -75,6 +76,9 @@ class Scenario:
     title: str
     inject: Inject
     after: Inject | None = None
+    #: propose half of the cases during the faults (through the agent's request-reply to the
+    #: proposals service), not all of them before
+    live_proposals: bool = False
 
 
 # -- 1. kill -9 executors at random points -----------------------------------------------------
@@ -178,9 +182,12 @@ async def consumers_back(run: Run) -> None:
 
 # -- 5. PostgreSQL crashed; executor commits answered into the void ----------------------------
 async def database_faults(run: Run) -> None:
+    """The executors lose 8 % of their commit answers, the proposals service and the
+    reconcilers 4 % (claims, outcomes, checks and outbox marks in doubt); PostgreSQL crashes."""
     stack = run.stack
-    for label in EXECUTORS:
-        stack.proxy.drop_commits(f"{label}.db", 0.08, run.seed + len(label))
+    for label in LINKED:
+        share = 0.08 if label in EXECUTORS else 0.04
+        stack.proxy.drop_commits(f"{label}.db", share, run.seed + len(label))
     approvals = run.stream(max(run.spread_s, 6.0))
     for _ in range(2 if run.long else 1):
         await run.pause(1.0, 3.0)
@@ -189,7 +196,7 @@ async def database_faults(run: Run) -> None:
         await asyncio.to_thread(stack.pg.start)
         run.faults += 1
     await approvals
-    for label in EXECUTORS:
+    for label in LINKED:
         stack.proxy.drop_commits(f"{label}.db", 0.0, 0)
         run.faults += stack.proxy.links[f"{label}.db"].commits_dropped
         stack.proxy.links[f"{label}.db"].commits_dropped = 0
@@ -380,12 +387,28 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("1-executor-kill", "kill -9 executors at random points", executor_kills),
         Scenario("2-provider", "lost, refused and late provider answers", provider_faults),
         Scenario("3-races", "double approvals, approve vs decline, expiry edge", races),
-        Scenario("4-broker", "RabbitMQ killed; connections closed", broker_faults, consumers_back),
-        Scenario("5-database", "PostgreSQL crashed; commits in doubt", database_faults),
+        Scenario(
+            "4-broker",
+            "RabbitMQ killed; connections closed",
+            broker_faults,
+            consumers_back,
+            live_proposals=True,
+        ),
+        Scenario(
+            "5-database",
+            "PostgreSQL crashed; commits in doubt",
+            database_faults,
+            live_proposals=True,
+        ),
         Scenario(
             "6-duplicates", "redelivered, replayed, forged", duplicates, forgeries_did_nothing
         ),
-        Scenario("7-relay", "proposals and relays killed mid-publish", relay_kills),
+        Scenario(
+            "7-relay",
+            "proposals and relays killed mid-publish",
+            relay_kills,
+            live_proposals=True,
+        ),
         Scenario("8-rolling", "SIGTERM executors in flight", rolling_restarts, nothing_discarded),
         Scenario("9-reconciler", "reconcilers killed while checking", reconciler_kills),
     )
