@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -118,3 +119,49 @@ async def test_invalid_requests_are_refused_with_a_reason_and_store_nothing(stac
     for response in (extra, foreign, unknown, anonymous):
         assert response.headers["content-type"].startswith("application/problem+json")
     assert await stack.scalar("SELECT count(*) FROM proposals.proposals") == before
+
+
+async def test_a_retried_propose_with_its_idempotency_key_finds_the_first_proposal(
+    stack: Stack,
+) -> None:
+    first, other = (await stack.seed())["organizations"][:2]
+    token = stack.token(first["users"]["manager"], first)
+    case = first["refund_case"]
+    url = f"{stack.url('agent')}/v1/operations/{REFUND}/propose"
+    body = {"resource_id": case["order_id"], "request": refund_request(case)}
+
+    def keyed(key: str, who: str = token) -> dict[str, str]:
+        return {**stack.auth(who), "Idempotency-Key": key}
+
+    # a client that lost the answer asks again, several times at once
+    answers = await asyncio.gather(
+        *(stack.http.post(url, json=body, headers=keyed("retry-7f3a")) for _ in range(5))
+    )
+    assert {a.status_code for a in answers} == {201}, [a.text for a in answers]
+    ids = {a.json()["proposal"]["id"] for a in answers}
+    assert len(ids) == 1, ids
+    stored = await stack.scalar(
+        "SELECT count(*) FROM proposals.proposals WHERE resource_id = :r", r=case["order_id"]
+    )
+    assert stored == 1
+
+    changed = {**body, "request": refund_request(case, destination="account_credit")}
+    reused = await stack.http.post(url, json=changed, headers=keyed("retry-7f3a"))
+    assert reused.status_code == 422 and reused.json()["code"] == "idempotency_key_reused"
+
+    bad = await stack.http.post(url, json=body, headers=keyed("no spaces allowed"))
+    assert bad.status_code == 422 and bad.json()["code"] == "invalid_request"
+
+    # keys are per person: another club's manager using the same key makes their own proposal
+    theirs = other["refund_case"]
+    their_token = stack.token(other["users"]["manager"], other)
+    own = await stack.http.post(
+        url,
+        json={"resource_id": theirs["order_id"], "request": refund_request(theirs)},
+        headers=keyed("retry-7f3a", their_token),
+    )
+    assert own.status_code == 201, own.text
+    assert own.json()["proposal"]["id"] not in ids
+    # without a key, a repeat is a second proposal, as before
+    again = await stack.http.post(url, json=body, headers=stack.auth(token))
+    assert again.status_code == 201 and again.json()["proposal"]["id"] not in ids

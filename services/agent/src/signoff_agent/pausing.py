@@ -167,7 +167,8 @@ class Pauser:
                 exchange=self.topology.name("commands"),
                 routing_key=ROUTING_KEYS["proposals.pause-points"],
                 message_id=message.message_id,
-                correlation_id=pause_point_id,
+                # the answer is matched by this: unique per request, as the message id is
+                correlation_id=message.message_id,
                 message_type=message.type,
                 timeout=self.amqp.request_timeout_s,
             )

@@ -4,10 +4,17 @@ The same path the assistants' propose tools take: parse the request into the ope
 ``Request`` (unknown fields refused), scope it from the token, run ``resolve``, and hand the
 frozen proposal to the proposals service by request-reply. The answer is ``201`` only once the
 proposal is stored, so an immediate ``GET`` finds it.
+
+A client that did not hear the answer (a timeout, a ``503``) may send the request again with
+the same ``Idempotency-Key`` header: the key stands for one proposal id per person, so the retry
+answers with the proposal the first request stored instead of a second card for the same case.
+The same key with a different request is refused (``422 idempotency_key_reused``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import structlog
@@ -18,6 +25,7 @@ from signoff_contracts.operations import Rejected
 from signoff_runtime.problems import Problem
 from signoff_runtime.registry import UnknownOperation
 
+from signoff_agent import repository as repo
 from signoff_agent.auth import current_member
 from signoff_agent.proposing import ProposalsUnavailable, Proposer
 
@@ -45,6 +53,13 @@ async def propose(
     body: ProposeBody,
     request: Request,
     authorization: str | None = Header(default=None),
+    idempotency_key: str | None = Header(
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=r"^[\x21-\x7e]+$",
+        description="Makes a retry safe: the same key (per person) answers with the same proposal.",
+    ),
 ) -> JSONResponse:
     proposer: Proposer = request.app.state.proposer
     try:
@@ -53,6 +68,19 @@ async def propose(
         raise Problem(404, "unknown_operation", f"No operation is called {kind!r}.") from None
     async with proposer.engine.connect() as conn:
         member = await current_member(proposer.auth, proposer.directory, conn, authorization)
+    proposal_id = None
+    if idempotency_key is not None:
+        digest = _digest(kind, body)
+        async with proposer.engine.begin() as conn:
+            proposal_id, first = await repo.keyed_proposal(
+                conn, member.organization_id, member.user_id, idempotency_key, digest
+            )
+        if first != digest:
+            raise Problem(
+                422,
+                "idempotency_key_reused",
+                "This Idempotency-Key was used with a different request.",
+            )
     try:
         parsed = op.parse_request(body.request)
     except ValidationError as exc:
@@ -63,7 +91,9 @@ async def propose(
             errors=_errors(exc),
         ) from None
     try:
-        created = await proposer.propose(op, member, body.resource_id, parsed)
+        created = await proposer.propose(
+            op, member, body.resource_id, parsed, proposal_id=proposal_id
+        )
     except Rejected as exc:
         raise Problem(
             422,
@@ -81,3 +111,10 @@ async def propose(
     return JSONResponse(
         created, status_code=201, headers={"Location": f"/v1/proposals/{created['proposal']['id']}"}
     )
+
+
+def _digest(kind: str, body: ProposeBody) -> str:
+    canonical = json.dumps(
+        {"kind": kind, **body.model_dump(mode="json")}, sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()

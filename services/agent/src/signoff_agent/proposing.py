@@ -48,6 +48,8 @@ class Proposer:
         resource_id: str,
         request: Any,
         conversation_id: str | None = None,
+        *,
+        proposal_id: str | None = None,
     ) -> dict[str, Any]:
         """Resolve, store by request-reply, and return the stored view with its rendering.
 
@@ -58,7 +60,9 @@ class Proposer:
         )
         async with self.engine.connect() as conn:
             resolved = await op.resolve(request, scope, conn)
-        proposal_id = new_id("prp")
+        # a given id (an idempotency key's) is stored once: the proposals service answers a
+        # second request for it with the proposal it already holds
+        proposal_id = proposal_id or new_id("prp")
         message = ProposalRequested(
             proposal_id=proposal_id,
             correlation_id=proposal_id,
@@ -94,7 +98,9 @@ class Proposer:
                 exchange=self.topology.name("commands"),
                 routing_key=ROUTING_KEYS["proposals.requests"],
                 message_id=message.message_id,
-                correlation_id=message.proposal_id,
+                # the answer is matched by this: unique per request (two requests may carry one
+                # proposal id — a retry under an idempotency key), as the message id is
+                correlation_id=message.message_id,
                 message_type=message.type,
                 timeout=self.amqp.request_timeout_s,
             )

@@ -17,7 +17,7 @@ from sqlalchemy import Row, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_agent.tables import cards, conversations, journal, messages, notes
+from signoff_agent.tables import cards, conversations, journal, messages, notes, propose_keys
 
 CHANNEL = "agent_conversations"
 
@@ -247,3 +247,32 @@ async def last_journal_seq(conn: AsyncConnection, conversation_id: str) -> int:
         journal.c.conversation_id == conversation_id
     )
     return int((await conn.execute(query)).scalar_one())
+
+
+async def keyed_proposal(
+    conn: AsyncConnection, organization_id: str, user_id: str, key: str, digest: str
+) -> tuple[str, str]:
+    """The proposal id ``key`` stands for and the digest it was first used with: a fresh id on
+    first use, the first use's id on every later one (concurrent first uses agree)."""
+    fresh = new_id("prp")
+    await conn.execute(
+        insert(propose_keys)
+        .values(
+            organization_id=organization_id,
+            user_id=user_id,
+            key=key,
+            proposal_id=fresh,
+            digest=digest,
+        )
+        .on_conflict_do_nothing()
+    )
+    row = (
+        await conn.execute(
+            select(propose_keys.c.proposal_id, propose_keys.c.digest).where(
+                propose_keys.c.organization_id == organization_id,
+                propose_keys.c.user_id == user_id,
+                propose_keys.c.key == key,
+            )
+        )
+    ).one()
+    return str(row.proposal_id), str(row.digest)

@@ -10,7 +10,9 @@
   for a revision, the card that replaced them;
 - ``notes``: what the model should know on the person's next message (a decline's reason, a
   revision required), consumed by the turn that carried them;
-- ``journal``: every change a conversation's event stream must deliver, in commit order.
+- ``journal``: every change a conversation's event stream must deliver, in commit order;
+- ``propose_keys``: the proposal id each ``Idempotency-Key`` of the propose endpoint stands for
+  (per person), with a digest of the request it came with.
 """
 
 from __future__ import annotations
@@ -131,6 +133,17 @@ journal = Table(
     Column("ref", Text, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Index("ix_agent_journal_conversation", "conversation_id", "seq"),
+)
+
+propose_keys = Table(
+    "propose_keys",
+    metadata,
+    Column("organization_id", Text, primary_key=True),
+    Column("user_id", Text, primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("proposal_id", Text, nullable=False),
+    Column("digest", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
 inbox = inbox_table(metadata, SCHEMA)

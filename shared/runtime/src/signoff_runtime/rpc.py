@@ -84,6 +84,9 @@ class Requester:
         async with asyncio.timeout(timeout):
             channel = await self._open()
             answer: asyncio.Future[AbstractIncomingMessage]
+            if correlation_id in self._waiting:
+                # two callers would wait for one answer: the second would never hear its own
+                raise ValueError(f"a request with correlation id {correlation_id} is in flight")
             answer = asyncio.get_running_loop().create_future()
             self._waiting[correlation_id] = answer
             try:
