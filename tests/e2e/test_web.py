@@ -187,9 +187,11 @@ async def test_decline_with_reason_and_edit_supersedes(
     await expect(old).to_contain_text("Credit on the participant's account")
     case = club["refund_case"]
     await old.get_by_text("Edit", exact=True).click()
-    await old.get_by_label("Payment Id").fill(case["payment_id"])
-    await old.get_by_label("Line Item Id").fill(case["line_item_id"])
-    await old.get_by_label("Discount Id").fill(case["discount_id"])
+    # the form starts from what was asked: only the destination changes
+    await expect(old.get_by_label("Payment Id")).to_have_value(case["payment_id"])
+    await expect(old.get_by_label("Line Item Id")).to_have_value(case["line_item_id"])
+    await expect(old.get_by_label("Discount Id")).to_have_value(case["discount_id"])
+    await expect(old.get_by_label("Destination")).to_have_value("account_credit")
     await old.get_by_label("Destination").select_option("original_payment_method")
     stale_approve = await tab.page.content()  # the old card's form, kept to replay below
     await old.get_by_role("button", name="Prepare a new proposal").click()

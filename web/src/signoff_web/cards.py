@@ -71,8 +71,17 @@ def proposal(view: dict[str, Any], session: Session, operations: Operations) -> 
         except (KeyError, IndexError, ValueError):
             pass
     if card["can_decide"]:
-        card["edit_fields"] = schema_fields(op.Request.model_json_schema())
+        asked = view.get("request") or {}
+        card["edit_fields"] = [
+            {**f, "value": _shown(asked.get(f["name"]))}
+            for f in schema_fields(op.Request.model_json_schema())
+        ]
     return card
+
+
+def _shown(value: Any) -> str:
+    """A request's value as a form shows it (an edit starts from what was asked)."""
+    return "" if value is None or isinstance(value, dict | list) else str(value)
 
 
 def pause_point(view: dict[str, Any], session: Session) -> dict[str, Any]:

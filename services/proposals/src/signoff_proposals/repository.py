@@ -288,4 +288,5 @@ def view(row: Row[Any]) -> ProposalView:
         decline_reason=row.decline_reason,
         superseded_by=row.superseded_by,
         outcome=None if row.outcome is None else outcome_adapter.validate_python(row.outcome),
+        request=getattr(row, "request", None),
     )

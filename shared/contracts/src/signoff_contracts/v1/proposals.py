@@ -60,6 +60,9 @@ class ProposalView(BaseModel):
     decline_reason: str | None = None
     superseded_by: ProposalId | None = None
     outcome: OperationOutcome | None = None
+    #: what the proposer asked (the operation's ``Request``, ids of the organization's own
+    #: records), so an edit starts from it; ``None`` from writers that predate it
+    request: dict[str, Any] | None = None
 
 
 class ProposalRequestReply(Envelope):
