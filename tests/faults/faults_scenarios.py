@@ -9,6 +9,7 @@ the system is quiet. ``run.faults`` counts what was injected.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -313,22 +314,46 @@ async def forgeries_did_nothing(run: Run) -> None:
 async def relay_kills(run: Run) -> None:
     """Each round stalls one process's link, lets work pile up behind it, kills the process,
     resets the link (nothing held may arrive after the death) and starts the process again.
-    A stalled broker link kills between the claim's commit and the publish (or its confirm); a
-    stalled database link kills between the broker's confirm and the commit of mark-sent."""
+    A stalled broker link kills between the claim's (or outcome's) commit and the publish or its
+    confirm — the round waits until such a commit has happened behind the stall; a stalled
+    database link kills between the broker's confirm and the commit of mark-sent."""
     stack = run.stack
-    approvals = run.stream(max(run.spread_s, 8.0))
     plan = [("proposals", "amqp"), ("proposals", "db"), ("executor", "amqp"), ("executor", "db")]
-    for label, link in plan * 2 if run.long else plan[:3]:
+    rounds = plan * 2 if run.long else plan[:3]
+    approvals = run.stream(max(run.spread_s, 7.0 * len(rounds)))
+    for label, link in rounds:
         await run.pause(0.3, 1.0)
         name = f"{label}.{link}"
+        since = (await stack.rows("SELECT now() AS t"))[0]["t"]
         stack.proxy.stall(name)
-        await run.pause(0.5, 1.2)
+        if link == "amqp":
+            await _committed_behind_stall(run, label, since)
+        else:
+            await run.pause(0.5, 1.2)
         await asyncio.to_thread(stack.kill, label)
         stack.proxy.cut(name)
         stack.proxy.flow(name)
         await asyncio.to_thread(stack.start_again, label)
         run.faults += 1
     await approvals
+
+
+async def _committed_behind_stall(run: Run, label: str, since: datetime) -> None:
+    """Claims (proposals) or outcomes (executor) committed since the stall began — three, so a
+    round strands several messages: theirs can only be waiting behind the stall. Gives up after
+    a few seconds (the stream may be over)."""
+    sql = (
+        "SELECT count(*) AS n FROM proposals.proposals WHERE decided_at >= :since"
+        if label == "proposals"
+        else "SELECT count(*) AS n FROM executor.executions WHERE status = 'done' "
+        "AND updated_at >= :since"
+    )
+
+    async def committed() -> bool:
+        return bool((await run.stack.rows(sql, since=since))[0]["n"] >= 3)
+
+    with contextlib.suppress(AssertionError):
+        await wait_until(committed, timeout=6, interval=0.1, what="a commit behind the stall")
 
 
 # -- 8. rolling restart: SIGTERM with handlers in flight --------------------------------------
