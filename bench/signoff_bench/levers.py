@@ -1,0 +1,75 @@
+"""Side-by-side runs of several commits: how the "Levers tried" table was measured.
+
+``python -m signoff_bench.levers REF [REF ...]`` (with ``PYTHONPATH=bench``) exports each commit's
+tree (``git archive``) and puts its packages ahead of the editable installs on ``PYTHONPATH``,
+which the services' processes inherit; then the usual rig starts that commit's services and
+measures signoff's side only, ``BENCH_N`` proposals at each of ``BENCH_CONCURRENCY``. Repeat
+the list of commits in rotating order to see the neighbours' noise. One line per batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from signoff_bench.results import Batch
+from signoff_bench.rig import rig
+from signoff_bench.settings import REPO, BenchConfig, load
+
+_SOURCES = ("services/*/src", "shared/*/src", "examples/*/src", "cli/src", "web/src")
+
+
+def export(ref: str, into: Path) -> str:
+    """The commit's tree under ``into``; its package directories as a ``PYTHONPATH`` prefix."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", ref], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return os.pathsep.join(str(p) for pattern in _SOURCES for p in sorted(into.glob(pattern)))
+
+
+def line(ref: str, found: Batch) -> str:
+    cpu = found.cpu_ms_per_proposal
+    python = sum(cpu.get(k, 0.0) for k in ("proposals", "executor", "agent"))
+    return (
+        f"{ref} C={found.concurrency} {found.throughput:.1f}/s "
+        f"p99={found.latency_ms['p99']:.0f}ms python_cpu={python:.1f}ms "
+        f"postgres={cpu.get('postgres', 0.0):.1f}ms busy={found.machine_utilisation:.0%}"
+    )
+
+
+async def measure(ref: str, config: BenchConfig) -> list[str]:
+    with tempfile.TemporaryDirectory(prefix="signoff-lever-") as tree:
+        base = os.environ.get("PYTHONPATH", "")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [export(ref, Path(tree)), base]))
+        try:
+            async with rig(config) as r:
+                t0 = time.monotonic()
+                prepared = {c: await r.signoff.prepare(config.n) for c in config.concurrency}
+                rate = len(config.concurrency) * config.n / (time.monotonic() - t0)
+                lines = [f"{ref} propose {rate:.1f}/s (untimed preparation)"]
+                await r.windows.start(r.signoff.quiet)
+                await r.windows.calibrate()
+                for c in config.concurrency:
+                    lines.append(line(ref, await r.signoff.measure(r.windows, prepared[c], c)))
+                return lines
+        finally:
+            os.environ["PYTHONPATH"] = base
+
+
+def main() -> None:
+    config = replace(load(), peer_processes=1, profile=False, doc=None, json_out=None)
+    for ref in sys.argv[1:]:
+        for found in asyncio.run(measure(ref, config)):
+            sys.stdout.write(found + "\n")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
