@@ -100,6 +100,7 @@ TABLE: dict[tuple[str, str], Rule] = {
     ),
     # no pause point of A exists here (only a model creates one): an unknown id must be a 404
     # for everyone, and never a 500 — the cross-tenant case is covered by the pause-point tests
+    ("GET", "/v1/pause-points"): Rule("proposals", False, lambda w: "/v1/pause-points", other=200),
     ("GET", "/v1/pause-points/{pause_point_id}"): Rule(
         "proposals", False, lambda w: f"/v1/pause-points/{w['pause_point']}"
     ),

@@ -224,7 +224,14 @@ async def test_pause_points_resolved_in_browser(
     card = tab.page.locator("article.pause[data-status=pending]")
     await expect(card).to_have_count(1, timeout=WAIT_MS)
     if script == "club.pause_choice":
-        await card.get_by_role("button", name="Account credit").click()
+        # the question waits in the inbox too, and is answered there
+        chat = tab.page.url
+        await tab.page.goto(f"{web.url}/inbox")
+        waiting = tab.page.locator("article.pause[data-status=pending]")
+        await expect(waiting).to_have_count(1, timeout=WAIT_MS)
+        await waiting.get_by_role("button", name="Account credit").click()
+        await expect(tab.page.locator("article.pause")).to_have_count(0, timeout=WAIT_MS)
+        await tab.page.goto(chat)
         answer = "Account credit"
     else:
         await card.get_by_label("sessions").fill("-1")  # below the schema's minimum

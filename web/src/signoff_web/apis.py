@@ -62,6 +62,11 @@ class Apis:
         page = await self._call("GET", url, token, params={"status": "pending", "limit": 100})
         return list(page["items"])
 
+    async def pending_pauses(self, token: str) -> list[dict[str, Any]]:
+        url = f"{self.proposals_url}/v1/pause-points"
+        page = await self._call("GET", url, token, params={"status": "pending", "limit": 100})
+        return list(page["items"])
+
     async def pause_point(self, token: str, pause_point_id: str) -> dict[str, Any]:
         url = f"{self.proposals_url}/v1/pause-points/{pause_point_id}"
         return dict(await self._call("GET", url, token))

@@ -146,8 +146,13 @@ async def inbox_live(request: Request) -> Response:
 
 async def _inbox_live(request: Request) -> dict[str, Any]:
     who = session(request)
-    views = await apis(request).pending(token(request, who))
+    bearer = token(request, who)
+    views, pauses = await asyncio.gather(
+        apis(request).pending(bearer), apis(request).pending_pauses(bearer)
+    )
     found = [cards.proposal(v, who, request.app.state.operations) for v in views]
+    # a question an assistant is waiting on is as pending as a proposal: both are answered here
+    found += [cards.pause_point(v, who) for v in pauses]
     return {"cards": found, "version": _version(found)}
 
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from signoff_contracts.status import PausePointStatus
 from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime.problems import Problem
 from signoff_runtime.tokens import TokenInvalid, bearer, verify_token
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_proposals import pause_points, revisions
+from signoff_proposals import domain, pause_points, revisions
 from signoff_proposals import pause_repository as pause_repo
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
@@ -67,18 +69,46 @@ def router(ctx: Context) -> APIRouter:
         reply = await revisions.revise(ctx, bearer(authorization), proposal_id, body.request)
         return _respond("revise", reply)
 
+    async def organization(conn: AsyncConnection, authorization: str | None) -> str:
+        """The caller's organization, from the verified token and a current membership."""
+        try:
+            claims = verify_token(ctx.settings.auth, bearer(authorization))
+        except TokenInvalid:
+            raise Problem(401, "unauthenticated", _TITLES["unauthenticated"]) from None
+        member = await ctx.directory.membership(conn, claims.sub, claims.org)
+        if member is None or member.organization_id != claims.org:
+            raise Problem(403, "forbidden", _TITLES["forbidden"])
+        return claims.org
+
+    @api.get("/pause-points")
+    async def list_pause_points(
+        authorization: Authorization = None,
+        status: PausePointStatus | None = None,
+        limit: Annotated[int, Query(ge=1)] = 50,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        try:
+            before = None if cursor is None else domain.decode_cursor(cursor, "pp")
+        except domain.InvalidCursor:
+            raise Problem(400, "invalid_cursor", "The cursor is not valid.") from None
+        size = domain.page_size(limit)
+        async with ctx.engine.connect() as conn:
+            org = await organization(conn, authorization)
+            rows = await pause_repo.list_for_org(
+                conn, org, status=status, limit=size + 1, before_id=before
+            )
+        page = rows[:size]
+        return {
+            "items": [pause_repo.view(row).model_dump(mode="json") for row in page],
+            "next_cursor": domain.encode_cursor(page[-1].id) if len(rows) > size else None,
+        }
+
     @api.get("/pause-points/{pause_point_id}")
     async def show(pause_point_id: str, authorization: Authorization = None) -> dict[str, Any]:
         async with ctx.engine.connect() as conn:
-            try:
-                claims = verify_token(ctx.settings.auth, bearer(authorization))
-            except TokenInvalid:
-                raise Problem(401, "unauthenticated", _TITLES["unauthenticated"]) from None
-            member = await ctx.directory.membership(conn, claims.sub, claims.org)
-            if member is None or member.organization_id != claims.org:
-                raise Problem(403, "forbidden", _TITLES["forbidden"])
+            org = await organization(conn, authorization)
             row = await pause_repo.get(conn, pause_point_id)
-        if row is None or row.organization_id != claims.org:
+        if row is None or row.organization_id != org:
             raise Problem(404, "not_found", _TITLES["not_found"])
         return pause_repo.view(row).model_dump(mode="json")
 

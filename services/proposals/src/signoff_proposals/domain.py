@@ -133,11 +133,12 @@ def encode_cursor(last_id: str) -> str:
     return base64.urlsafe_b64encode(last_id.encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> str:
+def decode_cursor(cursor: str, prefix: str = "prp") -> str:
+    """The last id of the previous page; ``prefix`` is the kind of id the list pages through."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidCursor(cursor) from None
-    if not raw.startswith("prp_") or len(raw) > 48:
+    if not raw.startswith(f"{prefix}_") or len(raw) > 48:
         raise InvalidCursor(cursor)
     return raw

@@ -398,3 +398,27 @@ async def test_a_viewer_may_look_but_not_resolve_and_other_organizations_see_not
     problem(anonymous, 401, "unauthenticated")
     assert (await pause_row(service, ppid)).status == "pending"
     assert await service.outbox(ppid) == []
+
+
+async def test_the_pending_list_holds_the_organizations_own_pause_points_page_by_page(service):
+    org = new_id("org")
+    ids = [await paused(service, org, "choice") for _ in range(3)]
+    answered = await paused(service, org)
+    viewer = service.token(await service.member(org, "viewer"), org)
+    manager = await service.approver(org)
+    assert (await resolve_http(service, answered, manager, action="approve")).status_code == 200
+    elsewhere = await paused(service, new_id("org"))
+
+    async def page(token: str | None, **params: Any) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return await service.http.get("/v1/pause-points", params=params, headers=headers)
+
+    first = (await page(viewer, status="pending", limit=2)).json()
+    rest = (await page(viewer, status="pending", cursor=first["next_cursor"])).json()
+    listed = [item["id"] for item in first["items"] + rest["items"]]
+    assert listed == sorted(ids, reverse=True) and rest["next_cursor"] is None
+    everything = [item["id"] for item in (await page(viewer)).json()["items"]]
+    assert answered in everything and elsewhere not in everything
+    problem(await page(None), 401, "unauthenticated")
+    problem(await page(viewer, cursor="not-a-cursor"), 400, "invalid_cursor")
+    assert (await page(viewer, status="nonsense")).status_code == 422
