@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from structlog.testing import capture_logs
 from fastapi import FastAPI
 from signoff_runtime.db import create_engine
 from signoff_runtime.problems import install
@@ -49,17 +50,22 @@ async def client(database_url: str) -> httpx.AsyncClient:
 async def test_a_database_that_cannot_serve_now_is_a_503_with_retry_after(
     client: httpx.AsyncClient, path: str
 ) -> None:
-    response = await client.get(path)
+    with capture_logs() as logs:
+        response = await client.get(path)
     assert response.status_code == 503, response.text
+    [logged] = [e for e in logs if e["event"] == "http.database_unavailable"]
     assert response.headers["retry-after"] == "1"
     body = response.json()
     assert body["code"] == "temporarily_unavailable"
     assert body["correlation_id"].startswith("cor_")
+    assert logged["correlation_id"] == body["correlation_id"]  # the log says what happened
 
 
 async def test_anything_else_is_a_500_that_says_nothing_internal(client: httpx.AsyncClient) -> None:
-    response = await client.get("/bug")
+    with capture_logs() as logs:
+        response = await client.get("/bug")
     assert response.status_code == 500
+    assert [e["event"] for e in logs] == ["http.unhandled"]
     assert response.json()["code"] == "internal_error"
     assert "SELECT" not in response.text and "Traceback" not in response.text
 

@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from signoff_contracts.operations import LOCALES, Locale, Scope
+from signoff_contracts.operations import LOCALES, Locale, Scope, refuse_nul
 
 ParamsT = TypeVar("ParamsT", bound=BaseModel)
 
@@ -219,6 +219,7 @@ def _nullable(spec: dict[str, Any]) -> dict[str, Any]:
 
 def strict_input(model: type[ParamsT], data: Any) -> ParamsT:
     """Validate a strict-mode call: a ``null`` for an optional field means "not given"."""
+    refuse_nul(model, data)
     if isinstance(data, dict):
         optional = {name for name, field in model.model_fields.items() if not field.is_required()}
         data = {k: v for k, v in data.items() if not (v is None and k in optional)}

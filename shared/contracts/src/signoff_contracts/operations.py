@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from signoff_contracts.outcomes import OperationOutcome
 from signoff_contracts.reasons import ParamValue, Reason
@@ -172,6 +173,7 @@ class Operation(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT]):
         """The operation's own fixed template for ``preview``; never model-written text."""
 
     def parse_request(self, data: Any) -> RequestT:
+        refuse_nul(self.Request, data)
         return self.Request.model_validate(data)  # type: ignore[return-value]
 
     def parse_arguments(self, data: Any) -> ArgumentsT:
@@ -330,3 +332,38 @@ def _check_models(cls: type[Any]) -> list[str]:
         if name in ("Request", "Arguments") and config.get("extra") != "forbid":
             problems.append(f"`{name}` must forbid unknown fields (extra='forbid')")
     return problems
+
+
+def _nul_at(data: Any, loc: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    if isinstance(data, str):
+        return loc if "\x00" in data else None
+    if isinstance(data, dict):
+        items: Any = data.items()
+    elif isinstance(data, list | tuple):
+        items = enumerate(data)
+    else:
+        return None
+    for key, value in items:
+        if isinstance(key, str) and "\x00" in key:
+            return (*loc, key)
+        found = _nul_at(value, (*loc, key))
+        if found is not None:
+            return found
+    return None
+
+
+def refuse_nul(model: type[BaseModel], data: Any) -> None:
+    """Refuse (as a ``ValidationError``) input holding a NUL character anywhere: PostgreSQL's
+    text and jsonb cannot store one, so it would fail deep inside ``resolve`` instead of here."""
+    loc = _nul_at(data)
+    if loc is not None:
+        raise ValidationError.from_exception_data(
+            model.__name__,
+            [
+                InitErrorDetails(
+                    type=PydanticCustomError("nul_character", "Text may not hold NUL characters."),
+                    loc=loc,
+                    input="",
+                )
+            ],
+        )

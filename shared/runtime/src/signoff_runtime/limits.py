@@ -45,7 +45,9 @@ async def _send_problem(send: Send, problem: Problem, headers: dict[str, str]) -
 
 
 class BodyLimitMiddleware:
-    """Refuse a request body over ``max_bytes``: by its ``Content-Length``, or while streaming."""
+    """Refuse a request body over ``max_bytes`` (by its ``Content-Length``, or while streaming)
+    and one whose text holds a NUL character (``422 invalid_request``): PostgreSQL's text and
+    jsonb cannot store one, so it would otherwise fail deep inside a handler."""
 
     def __init__(self, app: Any, max_bytes: int) -> None:
         self.app = app
@@ -58,14 +60,12 @@ class BodyLimitMiddleware:
         too_large = Problem(
             413, "payload_too_large", "The request body is too large.", max_bytes=self.max_bytes
         )
-        declared = dict(scope.get("headers") or []).get(b"content-length")
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await _send_problem(send, too_large, {})
             return
-        if declared is not None:
-            await self.app(scope, receive, send)
-            return
-        # no length announced (chunked): read it all, counting, then replay it
+        # read it all (it is bounded), counting, then replay it to the app
         chunks: list[bytes] = []
         seen = 0
         while True:
@@ -79,7 +79,15 @@ class BodyLimitMiddleware:
             chunks.append(message.get("body", b""))
             if not message.get("more_body"):
                 break
-        replayed = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        body = b"".join(chunks)
+        if holds_nul(body, headers.get(b"content-type", b"")):
+            await _send_problem(
+                send,
+                Problem(422, "invalid_request", "Text in the request may not hold NUL characters."),
+                {},
+            )
+            return
+        replayed = {"type": "http.request", "body": body, "more_body": False}
         sent = False
 
         async def replay() -> Any:
@@ -90,6 +98,22 @@ class BodyLimitMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+#: ``\u0000`` as a JSON escape: preceded by an even number of backslashes (``\\u0000`` is
+#: the six characters ``\u0000`` of ordinary text)
+_JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def holds_nul(body: bytes, content_type: bytes) -> bool:
+    """Whether a JSON or form body carries a NUL character in any of its strings."""
+    if b"\x00" in body:
+        return True
+    if b"json" in content_type:
+        return b"u0000" in body and _JSON_NUL.search(body) is not None
+    if b"x-www-form-urlencoded" in content_type:
+        return b"%00" in body
+    return False
 
 
 @dataclass
