@@ -36,14 +36,17 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int) -> None:
     if not RESULTS:
         return
     terminalreporter.write_sep("=", "fault injection (tests/faults)")
     terminalreporter.write_line(table(RESULTS))
     if found := findings(RESULTS):
         terminalreporter.write_line(found)
-    if os.environ.get("SIGNOFF_FAULTS_WRITE_DOCS") == "1":
+    if os.environ.get("SIGNOFF_FAULTS_WRITE_DOCS") == "1" and exitstatus in (
+        pytest.ExitCode.OK,
+        pytest.ExitCode.TESTS_FAILED,
+    ):  # an interrupted run's table is not a result
         write_docs(RESULTS, time.monotonic() - SESSION_STARTED)
         terminalreporter.write_line("results written to docs/reliability.md")
 

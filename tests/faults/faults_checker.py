@@ -7,8 +7,8 @@ Four numbers must be zero for a scenario to pass (issue #9):
   idempotency key, whatever key the client sent);
 - **duplicate local effects** — per proposal, more than one claim (audit rows or ``claimed``
   replies), more than one contract executed, more than one terminal outcome concluded (the
-  executor's and reconciler's outboxes), and per case more than one local refund or succeeded
-  proposal;
+  executor's and reconciler's outboxes), and per case more than one proposal (every retried
+  propose carries the case's ``Idempotency-Key``), local refund or succeeded proposal;
 - **unresolved** — proposals not terminal at the settle deadline (``lost`` ones are those among
   them that nothing is still working on — the contract, the outcome or an acknowledged approval
   vanished — plus proposals the client was told exist and the database does not hold);
@@ -247,7 +247,11 @@ def _check_orders(report: Report, facts: _Facts, cases: list[Case]) -> None:
     succeeded = Counter(
         row["resource_id"] for row in facts.proposals if row["status"] == "succeeded"
     )
+    proposed = Counter(row["resource_id"] for row in facts.proposals)
     for case in cases:
+        if proposed[case.order_id] > 1:  # every retry carried the case's Idempotency-Key
+            report.duplicate_local += proposed[case.order_id] - 1
+            report.note(f"{case.order_id}: {proposed[case.order_id]} proposals for one case")
         effects = facts.effects[case.payment_ref]
         if effects > 1:
             report.duplicate_external += effects - 1

@@ -110,11 +110,14 @@ class Driver:
             cases.append(Case(org, token, order_id, row["provider_ref"], row["total_cents"]))
         return cases
 
-    async def _send(self, op: Op, method: str, url: str, case: Case, **kwargs: Any) -> Op:
+    async def _send(
+        self, op: Op, method: str, url: str, case: Case, key: str | None = None, **kwargs: Any
+    ) -> Op:
+        headers = {"Authorization": f"Bearer {case.token}"}
+        if key is not None:
+            headers["Idempotency-Key"] = key
         try:
-            response = await self.stack.http.request(
-                method, url, headers={"Authorization": f"Bearer {case.token}"}, **kwargs
-            )
+            response = await self.stack.http.request(method, url, headers=headers, **kwargs)
         except httpx.HTTPError as exc:
             return _complete(op, "indeterminate", type(exc).__name__)
         if response.status_code >= 500 or response.status_code == 429:
@@ -129,14 +132,20 @@ class Driver:
         return _complete(op, "failed", f"http {response.status_code} {body.get('code')}")
 
     async def propose(self, case: Case, deadline: float) -> Op:
-        """Propose once; an indeterminate attempt is retried (it may have created a proposal
-        the client never heard of — the checker finds every proposal of the case's order)."""
+        """Propose once; an indeterminate attempt is retried with the same ``Idempotency-Key``, so
+        a proposal stored before the answer was lost is the one the retry hears of (the checker
+        counts every proposal of the case's order: a second one is a duplicate)."""
         url = f"{self.stack.url('agent')}/v1/operations/{REFUND}/propose"
         delay = 0.2
         while True:
             op = self.history.invoke("propose", case.order_id)
             await self._send(
-                op, "POST", url, case, json={"resource_id": case.order_id, "request": case.request}
+                op,
+                "POST",
+                url,
+                case,
+                f"faults-{case.order_id}",
+                json={"resource_id": case.order_id, "request": case.request},
             )
             if op.result != "indeterminate" or time.monotonic() > deadline:
                 case.proposal_id = op.proposal_id or case.proposal_id

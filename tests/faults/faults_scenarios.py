@@ -115,14 +115,23 @@ async def races(run: Run) -> None:
     edge = run.cases[: max(1, len(run.cases) // 4)]
     crowd = [case for case in run.cases[len(edge) :] if case.proposal_id]
     deadline = time.monotonic() + 120
-    jobs: list[Awaitable[Any]] = []
-    for case in crowd:
+    gate = asyncio.Semaphore(12)  # cases racing at once: each case's commands all at once
+
+    async def race(case: Case) -> None:
         commands = ["approve"] * run.rng.randint(2, 5) + ["decline"] * run.rng.randint(0, 2)
         run.rng.shuffle(commands)
         run.faults += len(commands) - 1
-        jobs += [run.driver.decide(case, command, deadline) for command in commands]
-    jobs += [_at_the_expiry(run, case, deadline) for case in edge if case.proposal_id]
-    await asyncio.gather(*jobs)
+        async with gate:
+            await asyncio.gather(*(run.driver.decide(case, c, deadline) for c in commands))
+
+    async def edge_case(case: Case) -> None:
+        async with gate:
+            await _at_the_expiry(run, case, deadline)
+
+    await asyncio.gather(
+        *(race(case) for case in crowd),
+        *(edge_case(case) for case in edge if case.proposal_id),
+    )
 
 
 async def _at_the_expiry(run: Run, case: Case, deadline: float) -> None:

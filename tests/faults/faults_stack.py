@@ -101,7 +101,11 @@ class FaultStack:
     topology: Topology = field(default_factory=lambda: Topology(PREFIX, delivery_limit=20))
     switches: dict[str, str] = field(default_factory=dict)
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
-    http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=15.0))
+    http: httpx.AsyncClient = field(
+        default_factory=lambda: httpx.AsyncClient(
+            timeout=15.0, limits=httpx.Limits(max_connections=400, max_keepalive_connections=50)
+        )
+    )
     env: dict[str, str] = field(default_factory=dict)
 
     # -- processes -------------------------------------------------------------------------
