@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from structlog.testing import capture_logs
 from fastapi import FastAPI
 from signoff_runtime.db import create_engine
 from signoff_runtime.problems import install
 from signoff_runtime.settings import DatabaseSettings
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
+from structlog.testing import capture_logs
 
 
 def _app(database_url: str) -> FastAPI:

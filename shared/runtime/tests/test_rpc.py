@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 
 import aio_pika
@@ -93,6 +94,23 @@ async def test_a_request_nothing_is_bound_to_fails_at_once(
                 b"{}",
                 exchange=topology.name("commands"),
                 routing_key="nobody.is.bound.here",
+                correlation_id=new_id("cor"),
+                message_id=new_id("msg"),
+                timeout=10.0,
+            )
+
+
+async def test_a_broker_that_cannot_be_reached_is_a_request_failed(topology: Topology) -> None:
+    """Not an unexpected error (which the agent would answer 500): callers answer 503."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed_port = sock.getsockname()[1]  # nothing listens once the socket closes
+    async with Requester(f"amqp://guest:guest@127.0.0.1:{closed_port}/", app_id="test") as rq:
+        with pytest.raises(RequestFailed):
+            await rq.request(
+                b"{}",
+                exchange=topology.name("commands"),
+                routing_key=ROUTING_KEYS["proposals.requests"],
                 correlation_id=new_id("cor"),
                 message_id=new_id("msg"),
                 timeout=10.0,

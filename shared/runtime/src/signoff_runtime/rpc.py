@@ -82,7 +82,11 @@ class Requester:
         when the request was not accepted by the broker.
         """
         async with asyncio.timeout(timeout):
-            channel = await self._open()
+            try:
+                channel = await self._open()
+            except (aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:
+                # a broker restarting: aio-pika says "Connection was not opened" (RuntimeError)
+                raise RequestFailed(repr(exc)) from exc
             answer: asyncio.Future[AbstractIncomingMessage]
             if correlation_id in self._waiting:
                 # two callers would wait for one answer: the second would never hear its own
