@@ -28,6 +28,8 @@ from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.metrics import APPROVAL_COMMANDS
 from signoff_proposals.pause_rules import Resolution
+from signoff_proposals.routes import keyset
+from signoff_proposals.tables import pause_points as pause_points_table
 
 Authorization = Annotated[str | None, Header()]
 
@@ -87,21 +89,13 @@ def router(ctx: Context) -> APIRouter:
         limit: Annotated[int, Query(ge=1)] = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:
-        try:
-            before = None if cursor is None else domain.decode_cursor(cursor, "pp")
-        except domain.InvalidCursor:
-            raise Problem(400, "invalid_cursor", "The cursor is not valid.") from None
-        size = domain.page_size(limit)
+        before, size = keyset(cursor, limit, "pp")
         async with ctx.engine.connect() as conn:
             org = await organization(conn, authorization)
-            rows = await pause_repo.list_for_org(
-                conn, org, status=status, limit=size + 1, before_id=before
+            rows = await repo.list_for_org(
+                conn, org, status=status, limit=size + 1, before_id=before, table=pause_points_table
             )
-        page = rows[:size]
-        return {
-            "items": [pause_repo.view(row).model_dump(mode="json") for row in page],
-            "next_cursor": domain.encode_cursor(page[-1].id) if len(rows) > size else None,
-        }
+        return domain.page(rows, size, pause_repo.view)
 
     @api.get("/pause-points/{pause_point_id}")
     async def show(pause_point_id: str, authorization: Authorization = None) -> dict[str, Any]:

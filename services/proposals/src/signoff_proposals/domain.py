@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from pydantic import BaseModel
 from signoff_contracts.outcomes import OperationOutcome
 from signoff_contracts.status import (
     COMPLETED,
@@ -142,3 +144,12 @@ def decode_cursor(cursor: str, prefix: str = "prp") -> str:
     if not raw.startswith(f"{prefix}_") or len(raw) > 48:
         raise InvalidCursor(cursor)
     return raw
+
+
+def page(rows: Sequence[Any], size: int, view: Callable[[Any], BaseModel]) -> dict[str, Any]:
+    """One page of a list fetched with ``size + 1`` rows: the items and the next cursor."""
+    shown = rows[:size]
+    return {
+        "items": [view(row).model_dump(mode="json") for row in shown],
+        "next_cursor": encode_cursor(shown[-1].id) if len(rows) > size else None,
+    }

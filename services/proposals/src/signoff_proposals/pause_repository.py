@@ -58,28 +58,6 @@ async def get(conn: AsyncConnection, pause_point_id: str) -> Row[Any] | None:
     return cast("Row[Any] | None", (await conn.execute(stmt)).first())
 
 
-async def list_for_org(
-    conn: AsyncConnection,
-    organization_id: str,
-    *,
-    status: PausePointStatus | None,
-    limit: int,
-    before_id: str | None = None,
-) -> Sequence[Row[Any]]:
-    """The organization's pause points, newest first (ids sort by creation time)."""
-    stmt = (
-        select(*pause_points.c)
-        .where(pause_points.c.organization_id == organization_id)
-        .order_by(pause_points.c.id.desc())
-        .limit(limit)
-    )
-    if status is not None:
-        stmt = stmt.where(pause_points.c.status == status.value)
-    if before_id is not None:
-        stmt = stmt.where(pause_points.c.id < before_id)
-    return (await conn.execute(stmt)).all()
-
-
 async def resolve(
     conn: AsyncConnection, pause_point_id: str, resolved_by: str, resolution: dict[str, Any]
 ) -> Row[Any] | None:

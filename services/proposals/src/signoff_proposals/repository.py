@@ -16,12 +16,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequ
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any, cast
 
 from signoff_contracts.outcomes import outcome_adapter
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import AuditEntry, ProposalRequested, ProposalView
-from sqlalchemy import DateTime, Row, func, insert, select, text, update
+from sqlalchemy import DateTime, Row, Table, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -231,21 +232,23 @@ async def list_for_org(
     conn: AsyncConnection,
     organization_id: str,
     *,
-    status: ProposalStatus | None,
+    status: StrEnum | None,
     limit: int,
     before_id: str | None,
+    table: Table = proposals,
 ) -> Sequence[Row[Any]]:
-    """Newest first, keyset-paged by id (ids sort by creation time)."""
+    """An organization's rows of ``table`` (proposals, or pause points), newest first,
+    keyset-paged by id (ids sort by creation time)."""
     stmt = (
-        select(*proposals.c)
-        .where(proposals.c.organization_id == organization_id)
-        .order_by(proposals.c.id.desc())
+        select(*table.c)
+        .where(table.c.organization_id == organization_id)
+        .order_by(table.c.id.desc())
         .limit(limit)
     )
     if status is not None:
-        stmt = stmt.where(proposals.c.status == status.value)
+        stmt = stmt.where(table.c.status == status.value)
     if before_id is not None:
-        stmt = stmt.where(proposals.c.id < before_id)
+        stmt = stmt.where(table.c.id < before_id)
     return (await conn.execute(stmt)).all()
 
 

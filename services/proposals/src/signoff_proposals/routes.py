@@ -43,6 +43,15 @@ class DeclineBody(BaseModel):
     reason: str | None = Field(default=None, max_length=500)
 
 
+def keyset(cursor: str | None, limit: int, prefix: str = "prp") -> tuple[str | None, int]:
+    """Where a page starts (the cursor's id, ``None`` for the first) and how many it holds."""
+    try:
+        before = None if cursor is None else domain.decode_cursor(cursor, prefix)
+    except domain.InvalidCursor:
+        raise Problem(400, "invalid_cursor", "The cursor is not valid.") from None
+    return before, domain.page_size(limit)
+
+
 def router(ctx: Context) -> APIRouter:
     api = APIRouter(prefix="/v1/proposals")
 
@@ -53,22 +62,13 @@ def router(ctx: Context) -> APIRouter:
         limit: Annotated[int, Query(ge=1)] = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:
-        try:
-            before = None if cursor is None else domain.decode_cursor(cursor)
-        except domain.InvalidCursor:
-            raise Problem(400, "invalid_cursor", "The cursor is not valid.") from None
-        size = domain.page_size(limit)
+        before, size = keyset(cursor, limit)
         async with ctx.engine.connect() as conn:
             member = await _member(ctx, conn, authorization)
             rows = await repo.list_for_org(
                 conn, member.organization_id, status=status, limit=size + 1, before_id=before
             )
-        page = rows[:size]
-        more = len(rows) > size
-        return {
-            "items": [repo.view(row).model_dump(mode="json") for row in page],
-            "next_cursor": domain.encode_cursor(page[-1].id) if more else None,
-        }
+        return domain.page(rows, size, repo.view)
 
     @api.get("/{proposal_id}")
     async def show(proposal_id: str, authorization: Authorization = None) -> dict[str, Any]:
