@@ -66,21 +66,20 @@ async def propose(
         op = proposer.operations.latest(kind)
     except UnknownOperation:
         raise Problem(404, "unknown_operation", f"No operation is called {kind!r}.") from None
-    async with proposer.engine.connect() as conn:
+    proposal_id = first = digest = None
+    async with proposer.engine.begin() as conn:  # one connection for the caller and the key
         member = await current_member(proposer.auth, proposer.directory, conn, authorization)
-    proposal_id = None
-    if idempotency_key is not None:
-        digest = _digest(kind, body)
-        async with proposer.engine.begin() as conn:
+        if idempotency_key is not None:
+            digest = _digest(kind, body)
             proposal_id, first = await repo.keyed_proposal(
                 conn, member.organization_id, member.user_id, idempotency_key, digest
             )
-        if first != digest:
-            raise Problem(
-                422,
-                "idempotency_key_reused",
-                "This Idempotency-Key was used with a different request.",
-            )
+    if first != digest:
+        raise Problem(
+            422,
+            "idempotency_key_reused",
+            "This Idempotency-Key was used with a different request.",
+        )
     try:
         parsed = op.parse_request(body.request)
     except ValidationError as exc:
