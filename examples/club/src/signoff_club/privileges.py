@@ -4,8 +4,8 @@ columns only the sign-in reads.
 
 Every service role that reads the domain reads it whole, except ``users.password_hash``: only the
 web, which signs people in, reads that. The executor and the reconciler write exactly the tables
-below; a test (``tests/security/insider/test_database.py``) runs the operations as those roles, so
-a table an operation starts writing without being listed here fails there, not in production.
+below; the end-to-end tests run every service as its own role, so a table an operation starts
+writing without being listed here fails there, not in production.
 """
 
 from __future__ import annotations

@@ -108,6 +108,8 @@ class UnsafeSettings(BaseModel):
     publish_without_outbox: bool = False
     #: the outbox relay commits rows as sent before the broker confirms their publish
     mark_sent_before_confirm: bool = False
+    #: the executor runs a contract without checking its approver is still authorized
+    skip_execution_authz: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""
