@@ -13,6 +13,7 @@ what ``Stack(own_roles=False)`` still does — the same attacks go through.
 from __future__ import annotations
 
 import asyncio
+import base64
 import secrets
 from collections.abc import AsyncIterator
 from typing import Literal
@@ -247,7 +248,19 @@ def test_production_refuses_development_role_passwords() -> None:
     assert roles.passwords(DatabaseSettings(), "dev")["web"] == "web-dev-password"
 
 
-def test_a_password_never_reaches_the_server_in_clear() -> None:
-    verifier = roles.scram_verifier("executor-dev-password")
-    assert verifier.startswith("SCRAM-SHA-256$4096:")
-    assert "executor-dev-password" not in verifier
+async def test_a_password_is_sent_as_the_verifier_postgresql_itself_computes(
+    connect: object,
+) -> None:
+    """The migration step sends a SCRAM verifier, never the password; PostgreSQL, given the
+    password, stores the same verifier (same salt), so the role logs in with the password."""
+    admin = await connect(None)  # type: ignore[operator]
+    role = f"signoff_scram_{secrets.token_hex(3)}"
+    await admin.execute("SET password_encryption = 'scram-sha-256'")
+    await admin.execute(f"CREATE ROLE {role} PASSWORD 'executor-dev-password'")
+    try:
+        stored = await admin.fetchval("SELECT rolpassword FROM pg_authid WHERE rolname = $1", role)
+    finally:
+        await admin.execute(f"DROP ROLE {role}")
+    salt = base64.b64decode(stored.split(":")[1].split("$")[0])
+    assert roles.scram_verifier("executor-dev-password", salt=salt) == stored
+    assert "executor-dev-password" not in roles.scram_verifier("executor-dev-password")

@@ -121,10 +121,10 @@ def domains(group: str = "signoff.privileges") -> list[DomainPrivileges]:
     return found
 
 
-def scram_verifier(password: str, iterations: int = 4096) -> str:
+def scram_verifier(password: str, iterations: int = 4096, salt: bytes | None = None) -> str:
     """The SCRAM-SHA-256 verifier PostgreSQL stores: the password itself never reaches the server
     (nor its statement log)."""
-    salt = secrets.token_bytes(16)
+    salt = salt if salt is not None else secrets.token_bytes(16)
     salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
     client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
     server_key = hmac.new(salted, b"Server Key", hashlib.sha256).digest()
