@@ -264,3 +264,37 @@ async def test_a_password_is_sent_as_the_verifier_postgresql_itself_computes(
     salt = base64.b64decode(stored.split(":")[1].split("$")[0])
     assert roles.scram_verifier("executor-dev-password", salt=salt) == stored
     assert "executor-dev-password" not in roles.scram_verifier("executor-dev-password")
+
+
+def test_the_migration_step_refuses_production_without_role_passwords(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``signoff db migrate`` with SIGNOFF_ENV=prod and no role passwords: one line, exit 2,
+    before anything is migrated (the database named does not even exist)."""
+    import typer
+    from signoff_cli.database import migrate_all
+    from signoff_runtime.settings import ServiceSettings
+
+    # built unvalidated: only the roles' own refusal is under test here
+    settings = ServiceSettings.model_construct(
+        env="prod", db=DatabaseSettings(url="postgresql+asyncpg://nobody@127.0.0.1:1/none")
+    )
+    with pytest.raises(typer.Exit) as exited:
+        migrate_all(settings)
+    assert exited.value.exit_code == 2
+    assert "SIGNOFF_DB__PASSWORDS__AGENT must be set" in capsys.readouterr().err
+
+
+def test_make_run_starts_each_service_as_its_own_role() -> None:
+    from signoff_cli.dev import procfile_lines
+    from signoff_runtime.settings import ServiceSettings
+
+    settings = ServiceSettings(
+        db=DatabaseSettings(url="postgresql+asyncpg://postgres@127.0.0.1:5432/signoff")
+    )
+    table = {name: (f"signoff serve {name}", "") for name in (*roles.ACCESS, "provider")}
+    lines = dict(line.split(": ", 1) for line in procfile_lines(table, settings).splitlines())
+    for service in roles.ACCESS:
+        own = f"postgresql+asyncpg://signoff_{service}:{service}-dev-password@127.0.0.1:5432"
+        assert lines[service].startswith(f"env SIGNOFF_DB__URL={own}/signoff "), lines[service]
+    assert lines["provider"] == "signoff serve provider"
