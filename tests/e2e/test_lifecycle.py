@@ -212,7 +212,7 @@ async def test_every_service_runs_as_its_own_database_role(stack: Stack) -> None
     above show the lifecycle works with only the privileges ``signoff_runtime.roles`` grants)."""
     wanted = {f"signoff-{name}": f"signoff_{name}" for name in SERVICES}
 
-    async def connected() -> dict[str, str] | None:
+    async def connected() -> dict[str, str]:
         async with stack.engine.connect() as conn:
             rows = await conn.execute(
                 text(
@@ -221,7 +221,7 @@ async def test_every_service_runs_as_its_own_database_role(stack: Stack) -> None
                 )
             )
             seen = {row.application_name: row.usename for row in rows}
-        return seen if set(seen) >= set(wanted) else None
+        return seen if set(seen) >= set(wanted) else {}
 
     seen = await wait_until(connected, timeout=30.0, what="every service's connections")
     assert {app: seen[app] for app in wanted} == wanted

@@ -9,7 +9,7 @@ import asyncpg
 import typer
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.migrations import upgrade_all
-from signoff_runtime.roles import ACCESS, RolesRefused, passwords, role_name
+from signoff_runtime.roles import ACCESS, RolesRefused, domains, passwords, role_name
 from signoff_runtime.settings import ServiceSettings
 from sqlalchemy.engine import make_url
 
@@ -43,9 +43,11 @@ def create() -> None:
 
 def migrate_all(settings: ServiceSettings) -> list[str]:
     """Migrate and set up the roles; the lines to print. A production role without its own
-    password is refused before anything changes (one line, exit code 2)."""
+    password, or a domain without its privileges, is refused before anything changes (one line,
+    exit code 2)."""
     try:
         passwords(settings.db, settings.env)
+        domains()
     except RolesRefused as exc:
         typer.echo(f"signoff db migrate: refusing: {exc}", err=True)
         raise typer.Exit(2) from None

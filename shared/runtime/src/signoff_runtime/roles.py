@@ -112,12 +112,21 @@ def passwords(db: DatabaseSettings, env: str) -> dict[str, str]:
 
 
 def domains(group: str = "signoff.privileges") -> list[DomainPrivileges]:
+    """Every domain's declaration. A migrations owner that is neither a service nor declared is
+    refused: no service could read its tables, and nobody would notice before production."""
     found = []
     for ep in sorted(entry_points(group=group), key=lambda e: e.name):
         declared = ep.load()
         if not isinstance(declared, DomainPrivileges):
             raise TypeError(f"entry point {group}:{ep.name} is not a DomainPrivileges")
         found.append(declared)
+    owners = {ep.name for ep in entry_points(group="signoff.migrations")}
+    undeclared = sorted(owners - set(ACCESS) - {ep.name for ep in entry_points(group=group)})
+    if undeclared:
+        raise RolesRefused(
+            f"{', '.join(undeclared)}: a schema owner with no `{group}` entry point "
+            "(declare its directory and the tables its operations write: DomainPrivileges)"
+        )
     return found
 
 
@@ -145,7 +154,7 @@ _RACES = (asyncpg.UniqueViolationError, asyncpg.DuplicateObjectError, asyncpg.In
 async def apply(url: str, db: DatabaseSettings, env: str) -> list[str]:
     """Create or update every service's role and grant the policy in ``url``'s database (as the
     role of ``url``, which owns the schemas). Returns the roles, for the console."""
-    secret = passwords(db, env)
+    secret, declared = passwords(db, env), domains()
     conn = await asyncpg.connect(asyncpg_dsn(url))
     try:
         for service in ACCESS:
@@ -153,7 +162,7 @@ async def apply(url: str, db: DatabaseSettings, env: str) -> list[str]:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext('signoff.roles'))")
             migrator = await conn.fetchval("SELECT current_user")
-            statements = plan(db.role_prefix, domains(), await _tables(conn), migrator)
+            statements = plan(db.role_prefix, declared, await _tables(conn), migrator)
             for statement in statements:
                 await conn.execute(statement)
     finally:
