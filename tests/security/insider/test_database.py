@@ -168,6 +168,10 @@ ATTACKS = (
     ("executor", "UPDATE club.memberships SET role = 'manager'"),
     ("reconciler", "DELETE FROM executor.outbox"),
     ("proposals", "UPDATE club.payments SET refunded_cents = 0"),
+    # a service cannot lift the protections of its own tables: the audit stays append-only
+    ("proposals", "ALTER TABLE proposals.audit DISABLE TRIGGER audit_append_only"),
+    ("proposals", "TRUNCATE proposals.audit"),
+    ("agent", "DROP TABLE agent.messages"),
     ("proposals", "SELECT * FROM executor.executions"),
 )
 
