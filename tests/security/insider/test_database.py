@@ -24,6 +24,7 @@ import pytest_asyncio
 from signoff_runtime import roles
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.settings import DatabaseSettings
+from signoff_runtime.testing.processes import as_own_role
 from sqlalchemy.engine import make_url
 
 pytestmark = pytest.mark.integration
@@ -85,7 +86,10 @@ async def allowed(conn: asyncpg.Connection, sql: str) -> bool:
 
 
 def as_role(database_url: str, service: str) -> str:
-    return asyncpg_dsn(roles.role_url(database_url, service, DatabaseSettings()))
+    """The URL the service's process gets (``as_own_role``: what e2e stacks and ``service_env``
+    start it with); the stack's ``own_roles=False`` gives it ``database_url`` itself."""
+    own = as_own_role({"SIGNOFF_DB__URL": database_url}, service)["SIGNOFF_DB__URL"]
+    return asyncpg_dsn(own)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
