@@ -2,7 +2,9 @@
 
 Starts the card provider simulator and the four services exactly as ``make run`` does
 (``signoff serve NAME``), on free ports, against the test database and a queue prefix of their
-own; gives tests small typed verbs over the public HTTP APIs.
+own; gives tests small typed verbs over the public HTTP APIs. Each service connects as its own
+database role, with only its privileges, as deployed (``own_roles=False``: all as the test
+database's superuser — the negative control of the database roles).
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ import httpx
 from signoff_club.seed import seed_demo
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing import wait_until
-from signoff_runtime.testing.processes import ServiceProcess, free_port, provider, service
+from signoff_runtime.testing.processes import (
+    ServiceProcess,
+    as_own_role,
+    free_port,
+    provider,
+    service,
+)
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import Topology
 from sqlalchemy import text
@@ -60,6 +68,12 @@ class Stack:
     log_dir: Path
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=20.0))
+    #: each service as its own database role (``False``: every one as the superuser of ``env``)
+    own_roles: bool = True
+
+    def env_of(self, name: str) -> dict[str, str]:
+        """The environment service ``name`` runs with; ``self.env`` stays the operator's."""
+        return as_own_role(self.env, name) if self.own_roles else dict(self.env)
 
     # -- processes -------------------------------------------------------------------------
     def start(self) -> None:
@@ -73,13 +87,13 @@ class Stack:
         self.env["OPENAI_BASE_URL"] = f"{model.url}/v1"
         self.env["OPENAI_API_KEY"] = "scripted"
         for name in SERVICES:
-            self.processes[name] = service(name, self.env, self.log_dir).start()
+            self.processes[name] = service(name, self.env_of(name), self.log_dir).start()
         for proc in self.processes.values():
             proc.wait_healthy(60.0)
 
     def start_extra(self, name: str, label: str) -> ServiceProcess:
         """Another replica of ``name`` (e.g. a second executor)."""
-        proc = service(name, self.env, self.log_dir)
+        proc = service(name, self.env_of(name), self.log_dir)
         proc.name = label
         self.processes[label] = proc.start()
         proc.wait_healthy(60.0)
@@ -89,7 +103,7 @@ class Stack:
         """The web frontend (``signoff serve web``), talking to this stack's agent and proposals
         service; the browser tests and the web's authorization table share it."""
         env = {
-            **self.env,
+            **self.env_of("web"),
             "SIGNOFF_WEB__AGENT_URL": self.url("agent"),
             "SIGNOFF_WEB__PROPOSALS_URL": self.url("proposals"),
         }

@@ -6,7 +6,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from e2e_stack import Stack
+from e2e_stack import SERVICES, Stack
+from signoff_runtime.testing import wait_until
+from sqlalchemy import text
 
 pytestmark = pytest.mark.e2e
 
@@ -165,3 +167,61 @@ async def test_a_retried_propose_with_its_idempotency_key_finds_the_first_propos
     # without a key, a repeat is a second proposal, as before
     again = await stack.http.post(url, json=body, headers=stack.auth(token))
     assert again.status_code == 201 and again.json()["proposal"]["id"] not in ids
+
+
+async def test_an_approver_downgraded_before_execution_gets_a_revision_and_no_refund(
+    stack: Stack,
+) -> None:
+    """The executor re-checks the approver with the club's directory in its transaction: the
+    manager who approved is a viewer by the time the contract runs, so nothing is refunded."""
+    org = (await stack.seed())["organizations"][0]
+    manager = org["users"]["manager"]
+    token = stack.token(manager, org)
+    proposal_id = await propose_refund(stack, org, token)
+    payment = org["refund_case"]["payment_id"]
+    stack.processes["executor"].stop()  # the contract waits in its queue
+    try:
+        approved = await stack.approve(token, proposal_id)
+        assert approved.json()["result"] == "claimed", approved.text
+        async with stack.engine.begin() as conn:
+            await conn.execute(
+                text(
+                    "UPDATE club.memberships SET role = 'viewer' "
+                    "WHERE user_id = :u AND organization_id = :o"
+                ),
+                {"u": manager["id"], "o": org["id"]},
+            )
+    finally:
+        stack.restart("executor")
+
+    view = await stack.settled(token, proposal_id)
+    assert view["status"] == "revision_required", view
+    assert view["outcome"]["reason"]["code"] == "approver_no_longer_authorized"
+    assert (
+        await stack.scalar(
+            "SELECT refunded_cents + reserved_cents FROM club.payments WHERE id = :p", p=payment
+        )
+        == 0
+    )
+    ledger = await stack.ledger()
+    assert not [k for k in ledger["effects_per_key"] if proposal_id in k]
+
+
+async def test_every_service_runs_as_its_own_database_role(stack: Stack) -> None:
+    """The stack runs as deployed: each service's connections are its own role's (so the tests
+    above show the lifecycle works with only the privileges ``signoff_runtime.roles`` grants)."""
+    wanted = {f"signoff-{name}": f"signoff_{name}" for name in SERVICES}
+
+    async def connected() -> dict[str, str]:
+        async with stack.engine.connect() as conn:
+            rows = await conn.execute(
+                text(
+                    "SELECT DISTINCT application_name, usename FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND application_name LIKE 'signoff-%'"
+                )
+            )
+            seen = {row.application_name: row.usename for row in rows}
+        return seen if set(seen) >= set(wanted) else {}
+
+    seen = await wait_until(connected, timeout=30.0, what="every service's connections")
+    assert {app: seen[app] for app in wanted} == wanted

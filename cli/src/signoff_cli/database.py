@@ -1,4 +1,5 @@
-"""``signoff db``: create the database if it is missing, and migrate every owner's schema."""
+"""``signoff db``: create the database if it is missing, migrate every owner's schema, and give
+each service its own database role (``signoff_runtime.roles``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncpg
 import typer
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.migrations import upgrade_all
+from signoff_runtime.roles import ACCESS, RolesRefused, domains, passwords, role_name
 from signoff_runtime.settings import ServiceSettings
 from sqlalchemy.engine import make_url
 
@@ -39,8 +41,27 @@ def create() -> None:
     typer.echo(f"database {make_url(url).database}: {'created' if created else 'exists'}")
 
 
+def migrate_all(settings: ServiceSettings) -> list[str]:
+    """Migrate and set up the roles; the lines to print. A production role without its own
+    password, or a domain without its privileges, is refused before anything changes (one line,
+    exit code 2)."""
+    try:
+        passwords(settings.db, settings.env)
+        domains()
+    except RolesRefused as exc:
+        typer.echo(f"signoff db migrate: refusing: {exc}", err=True)
+        raise typer.Exit(2) from None
+    lines = [
+        f"migrated {owner}"
+        for owner in upgrade_all(settings.db.url, db=settings.db, env=settings.env)
+    ]
+    names = ", ".join(role_name(settings.db.role_prefix, s) for s in ACCESS)
+    return [*lines, f"database roles: {names}"]
+
+
 @app.command()
 def migrate() -> None:
-    """Upgrade every owner's schema to its newest revision."""
-    for owner in upgrade_all(ServiceSettings().db.url):
-        typer.echo(f"migrated {owner}")
+    """Upgrade every owner's schema to its newest revision and grant each service's role its
+    privileges (``SIGNOFF_DB__PASSWORDS__<SERVICE>`` set their passwords)."""
+    for line in migrate_all(ServiceSettings()):
+        typer.echo(line)

@@ -1,9 +1,10 @@
 """``signoff dev run``: the whole system on one machine, for ``make run``.
 
-Creates the database if missing, migrates every schema, seeds the demo once (kept in
-``.run/demo.json``), then runs every service and the provider simulator as separate processes
-under honcho, with their logs interleaved. When every ``/healthz`` answers it prints where to
-look and who to sign in as; Ctrl-C stops everything.
+Creates the database if missing, migrates every schema and sets up one database role per service,
+seeds the demo once (kept in ``.run/demo.json``), then runs every service and the provider
+simulator as separate processes under honcho, with their logs interleaved; each service connects
+as its own role (``SIGNOFF_DB__URL`` of its process), as it would when deployed. When every
+``/healthz`` answers it prints where to look and who to sign in as; Ctrl-C stops everything.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -20,12 +22,12 @@ from typing import Any
 
 import httpx
 import typer
-from signoff_runtime.migrations import upgrade_all
+from signoff_runtime.roles import ACCESS, role_url
 from signoff_runtime.settings import ServiceSettings
 from sqlalchemy.engine import make_url
 
 from signoff_cli import rabbit_users
-from signoff_cli.database import ensure_database
+from signoff_cli.database import ensure_database, migrate_all
 
 app = typer.Typer(no_args_is_help=True, help="Run signoff locally.")
 #: the ``signoff`` of this environment, whether or not its ``bin`` is on PATH
@@ -66,6 +68,17 @@ def processes() -> dict[str, tuple[str, str]]:
     # The club domain calls the simulator this command runs, wherever its port is.
     os.environ.setdefault("SIGNOFF_CLUB_PROVIDER_URL", f"http://127.0.0.1:{port['provider']}")
     return table
+
+
+def procfile_lines(table: dict[str, tuple[str, str]], settings: ServiceSettings) -> str:
+    """The Procfile: a service with a database role connects as it, not as the migrator."""
+    lines = []
+    for name, (cmd, _) in table.items():
+        if name in ACCESS:
+            own = role_url(settings.db.url, name, settings.db)
+            cmd = f"env SIGNOFF_DB__URL={shlex.quote(own)} {cmd}"
+        lines.append(f"{name}: {cmd}\n")
+    return "".join(lines)
 
 
 def _seed_once(state: Path, fresh_database: bool) -> dict[str, Any]:
@@ -110,13 +123,13 @@ def run(state_dir: Path = typer.Option(Path(".run"), help="Where local state is 
     state_dir.mkdir(exist_ok=True)
     fresh = asyncio.run(ensure_database(settings.db.url))
     typer.echo(f"database {make_url(settings.db.url).database}: {'created' if fresh else 'exists'}")
-    for owner in upgrade_all(settings.db.url):
-        typer.echo(f"migrated {owner}")
+    for line in migrate_all(settings):
+        typer.echo(line)
     demo = _seed_once(state_dir / "demo.json", fresh)
     typer.echo(rabbit_users.apply(settings.amqp.prefix))
     table = processes()
     procfile = state_dir / "Procfile"
-    procfile.write_text("".join(f"{name}: {cmd}\n" for name, (cmd, _) in table.items()))
+    procfile.write_text(procfile_lines(table, settings))
     honcho = subprocess.Popen(
         [str(Path(sys.executable).with_name("honcho")), "start", "-f", str(procfile), "-d", "."]
     )

@@ -126,6 +126,10 @@ REASONS: dict[str, dict[Locale, str]] = {
         "en": "the approval came too late to run safely.",
         "fr": "l'approbation est arrivée trop tard pour être exécutée sans risque.",
     },
+    "approver_no_longer_authorized": {
+        "en": "the person who approved it may no longer approve it, so it did not run.",
+        "fr": "la personne qui l'a approuvé n'en a plus le droit ; rien n'a été exécuté.",
+    },
     "conversation_quota_exceeded": {
         "en": "this conversation already has {limit} cards waiting for a decision. "
         "Decide on those first.",

@@ -15,12 +15,12 @@ from contextlib import AsyncExitStack, asynccontextmanager
 import structlog
 import uvicorn
 from fastapi import FastAPI
-from signoff_contracts.operations import check_operation
+from signoff_contracts.operations import Directory, check_operation
 from signoff_runtime import unsafe
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.providers import Providers
-from signoff_runtime.registry import Operations, load_operations
+from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
@@ -31,8 +31,13 @@ from signoff_executor.settings import ExecutorSettings
 log = structlog.get_logger(__name__)
 
 
-def create_app(settings: ExecutorSettings, operations: Operations | None = None) -> FastAPI:
-    """Wire the executor; ``operations`` defaults to the ``signoff.operations`` entry points."""
+def create_app(
+    settings: ExecutorSettings,
+    operations: Operations | None = None,
+    directory: Directory | None = None,
+) -> FastAPI:
+    """Wire the executor; ``operations`` and ``directory`` default to the ``signoff.operations``
+    and ``signoff.directory`` entry points (the directory re-checks each approver)."""
     ops = operations if operations is not None else load_operations()
     for op in ops:
         check_operation(type(op))
@@ -44,11 +49,13 @@ def create_app(settings: ExecutorSettings, operations: Operations | None = None)
         engine=runtime.engine,
         topology=runtime.topology,
         operations=ops,
+        directory=directory if directory is not None else load_directory(),
         signing_key=settings.contracts.signing_key,
         providers=providers,
         perform_timeout_s=settings.executor.perform_timeout_s,
         no_dedup=settings.unsafe.no_dedup,
         direct=unsafe.direct_publisher(runtime),
+        skip_authz=settings.unsafe.skip_execution_authz,
     )
     handlers.register(runtime, executor, prefetch=settings.executor.prefetch)
     relay = OutboxRelay(
@@ -78,10 +85,10 @@ def create_app(settings: ExecutorSettings, operations: Operations | None = None)
     return app
 
 
-def serve(operations: Operations | None = None) -> None:
+def serve(operations: Operations | None = None, directory: Directory | None = None) -> None:
     """Run the executor until SIGTERM/SIGINT (entry point ``signoff.services: executor``)."""
     settings = load_settings(ExecutorSettings, "executor")
-    app = create_app(settings, operations)
+    app = create_app(settings, operations, directory)
     uvicorn.run(
         app,
         host=settings.executor.host,

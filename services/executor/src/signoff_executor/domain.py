@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from signoff_contracts.operations import AttemptRef, ExecutionContext, Scope
 from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, RevisionRequired
-from signoff_contracts.reasons import APPROVAL_STALE, Reason
+from signoff_contracts.reasons import APPROVAL_STALE, APPROVER_NO_LONGER_AUTHORIZED, Reason
 from signoff_contracts.v1 import ExecutionContract
 
 from signoff_executor.repository import Execution
@@ -75,6 +75,14 @@ def context_of(contract: ExecutionContract) -> ExecutionContext:
 def stale(contract: ExecutionContract) -> RevisionRequired:
     return RevisionRequired(
         reason=Reason(code=APPROVAL_STALE, params={"execute_by": contract.execute_by.isoformat()})
+    )
+
+
+def no_longer_authorized(contract: ExecutionContract) -> RevisionRequired:
+    return RevisionRequired(
+        reason=Reason(
+            code=APPROVER_NO_LONGER_AUTHORIZED, params={"approved_by": contract.approved_by}
+        )
     )
 
 

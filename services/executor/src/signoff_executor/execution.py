@@ -4,7 +4,9 @@ The order is the guarantee. A contract is admitted only with a valid signature a
 kind + version (else it is dead-lettered and nothing — not even an outcome — is written: a forger
 must not be able to fail proposals). Then, in one transaction holding the contract's
 ``executions`` row and the domain rows ``revalidate`` locks, it is concluded: late on the database
-clock → ``RevisionRequired(approval_stale)``; arguments that do not parse → ``TerminalFailure``;
+clock → ``RevisionRequired(approval_stale)``; the approver no longer a member in a role the
+operation accepts → ``RevisionRequired(approver_no_longer_authorized)`` (``authorization``);
+arguments that do not parse → ``TerminalFailure``;
 facts changed → ``RevisionRequired(reason)``; a local operation's effect → ``Succeeded``. The
 outcome row and its outbox message commit with the effect.
 
@@ -25,7 +27,13 @@ from typing import Any, cast
 import structlog
 from pydantic import SecretStr, ValidationError
 from signoff_contracts.ids import new_id
-from signoff_contracts.operations import AnyOperation, AttemptRef, ExternalOperation, LocalOperation
+from signoff_contracts.operations import (
+    AnyOperation,
+    AttemptRef,
+    Directory,
+    ExternalOperation,
+    LocalOperation,
+)
 from signoff_contracts.outcomes import (
     NeedsReconciliation,
     OperationOutcome,
@@ -43,6 +51,7 @@ from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_executor import domain, metrics, outbox, repository, unit_of_work
+from signoff_executor.authorization import approver_still_authorized
 from signoff_executor.domain import Attempting, Concluded, Duplicate, Step
 from signoff_executor.errors import is_transient
 
@@ -57,20 +66,25 @@ class Executor:
         engine: AsyncEngine,
         topology: Topology,
         operations: Operations,
+        directory: Directory,
         signing_key: SecretStr,
         providers: Providers,
         perform_timeout_s: float,
         no_dedup: bool = False,
         direct: DirectPublisher | None = None,
+        skip_authz: bool = False,
     ) -> None:
         self._engine = engine
+        self._directory = directory
         self._topology = topology
         self._operations = operations
         self._key = signing_key
         self._providers = providers
         self._perform_timeout_s = perform_timeout_s
-        # negative controls (SIGNOFF_UNSAFE__NO_DEDUP, __PUBLISH_WITHOUT_OUTBOX), tests only
+        # negative controls (SIGNOFF_UNSAFE__NO_DEDUP, __PUBLISH_WITHOUT_OUTBOX,
+        # __SKIP_EXECUTION_AUTHZ), tests only
         self._no_dedup = no_dedup
+        self._skip_authz = skip_authz
         self._direct = direct
 
     async def handle(self, body: bytes) -> OperationOutcome | None:
@@ -133,6 +147,11 @@ class Executor:
             return await self._unknown_in(conn, contract, cast(External, op), row.attempt)
         if row.late:
             return await self._conclude(conn, contract, domain.stale(contract))
+        if not self._skip_authz and not await approver_still_authorized(
+            self._directory, conn, contract, op
+        ):
+            log.warning("contract.approver_no_longer_authorized", approved_by=contract.approved_by)
+            return await self._conclude(conn, contract, domain.no_longer_authorized(contract))
         try:
             arguments = op.parse_arguments(contract.arguments)
         except (ValidationError, ValueError, TypeError) as exc:

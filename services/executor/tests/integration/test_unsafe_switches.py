@@ -24,6 +24,7 @@ from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncEngine
 from support import contracts, domain, harness
 from support.bus import Bus
+from support.directory import MembersDirectory
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +53,7 @@ def _executor(
         engine=engine,
         topology=topology,
         operations=operations,
+        directory=MembersDirectory(),
         signing_key=contracts.KEY,
         providers=Providers(),
         perform_timeout_s=5.0,

@@ -23,6 +23,7 @@ def contract(
     version: int = 1,
     execute_in_s: float = 300.0,
     key: SecretStr = KEY,
+    approved_by: str = "usr_approver",
 ) -> ExecutionContract:
     now = datetime.now(UTC)
     proposal_id = new_id("prp")
@@ -37,18 +38,30 @@ def contract(
         operation_kind=kind,
         contract_version=version,
         arguments=arguments,
-        approved_by="usr_approver",
+        approved_by=approved_by,
         approved_at=now,
         execute_by=now + timedelta(seconds=execute_in_s),
     )
     return sign(unsigned, key)
 
 
-def note(board_id: str, body: str = "hello", **extra: Any) -> ExecutionContract:
+def note(
+    board_id: str, body: str = "hello", *, approved_by: str = "usr_approver", **extra: Any
+) -> ExecutionContract:
     return contract(
-        "board.add_note", {"board_id": board_id, "body": body, **extra}, resource_id=board_id
+        "board.add_note",
+        {"board_id": board_id, "body": body, **extra},
+        resource_id=board_id,
+        approved_by=approved_by,
     )
 
 
-def charge(board_id: str, amount: int = 500) -> ExecutionContract:
-    return contract("board.charge", {"board_id": board_id, "amount": amount}, resource_id=board_id)
+def charge(
+    board_id: str, amount: int = 500, *, approved_by: str = "usr_approver"
+) -> ExecutionContract:
+    return contract(
+        "board.charge",
+        {"board_id": board_id, "amount": amount},
+        resource_id=board_id,
+        approved_by=approved_by,
+    )

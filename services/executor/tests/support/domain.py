@@ -1,4 +1,5 @@
-"""The test domain's tables: boards that notes are added to (local) and charges (external)."""
+"""The test domain's tables: boards that notes are added to (local) and charges (external), and
+the members who may approve them (the directory the executor re-checks approvers with)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ DDL = (
     # no unique key on contract_id: a second effect must be countable, not an error
     f"CREATE TABLE IF NOT EXISTS {SCHEMA}.notes (id bigserial PRIMARY KEY, "
     "contract_id text NOT NULL, board_id text NOT NULL, body text NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS {SCHEMA}.members (user_id text NOT NULL, "
+    "organization_id text NOT NULL, role text NOT NULL, PRIMARY KEY (user_id, organization_id))",
+    f"INSERT INTO {SCHEMA}.members VALUES ('usr_approver', 'org_test', 'manager') "
+    "ON CONFLICT DO NOTHING",
     f"CREATE TABLE IF NOT EXISTS {SCHEMA}.charges (attempt_id text PRIMARY KEY, "
     "proposal_id text NOT NULL UNIQUE, idempotency_key text NOT NULL UNIQUE, "
     "board_id text NOT NULL, amount integer NOT NULL, status text NOT NULL, provider_ref text)",
@@ -84,3 +89,28 @@ async def charge_status(engine: AsyncEngine, proposal_id: str) -> str | None:
                 {"p": proposal_id},
             )
         ).scalar_one_or_none()
+
+
+async def new_member(engine: AsyncEngine, role: str = "manager") -> str:
+    """A person of the test organization with ``role``, for one test to change."""
+    user_id = new_id("usr")
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(f"INSERT INTO {SCHEMA}.members VALUES (:u, :org, :r)"),
+            {"u": user_id, "org": ORG, "r": role},
+        )
+    return user_id
+
+
+async def set_role(engine: AsyncEngine, user_id: str, role: str | None) -> None:
+    """Change the person's role, or (``None``) end their membership."""
+    async with engine.begin() as conn:
+        if role is None:
+            await conn.execute(
+                text(f"DELETE FROM {SCHEMA}.members WHERE user_id = :u"), {"u": user_id}
+            )
+        else:
+            await conn.execute(
+                text(f"UPDATE {SCHEMA}.members SET role = :r WHERE user_id = :u"),
+                {"u": user_id, "r": role},
+            )

@@ -19,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from support.contracts import KEY
+from support.directory import MembersDirectory
 
 
 def settings(
@@ -38,7 +39,7 @@ def settings(
 
 @asynccontextmanager
 async def running(settings: ExecutorSettings, operations: Operations) -> AsyncIterator[FastAPI]:
-    app = create_app(settings, operations)
+    app = create_app(settings, operations, MembersDirectory())
     async with app.router.lifespan_context(app):
         yield app
 

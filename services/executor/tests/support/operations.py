@@ -89,7 +89,7 @@ class AddNote(LocalOperation[NoteRequest, NoteArguments, NotePreview, NoteResult
         )
 
     def authorize(self, actor: Actor, scope: Scope) -> bool:
-        return True
+        return actor.role == "manager"
 
     async def revalidate(self, arguments: NoteArguments, scope: Scope, conn: Any) -> Reason | None:
         return await _check_board(arguments.board_id, scope, conn)
@@ -159,7 +159,7 @@ class ChargeBoard(
         )
 
     def authorize(self, actor: Actor, scope: Scope) -> bool:
-        return True
+        return actor.role == "manager"
 
     async def revalidate(
         self, arguments: ChargeArguments, scope: Scope, conn: Any

@@ -28,4 +28,6 @@ class Reason(BaseModel):
 
 # Reason codes the lifecycle itself emits; operations add their own.
 APPROVAL_STALE = "approval_stale"
+#: at execution, the approver is no longer a member, or no longer in a role the operation accepts
+APPROVER_NO_LONGER_AUTHORIZED = "approver_no_longer_authorized"
 NOT_FOUND = "not_found"

@@ -2,8 +2,9 @@
 
 Each owner (a service, the domain) keeps its own Alembic environment and version table inside its
 own schema, and names it by entry point (group ``signoff.migrations``, value: the package that
-holds ``env.py`` and ``versions/``). ``upgrade_all`` migrates them all; ``run_env`` is what each
-``env.py`` calls, so the environments stay one line long and cannot drift apart.
+holds ``env.py`` and ``versions/``). ``upgrade_all`` migrates them all, then gives each service's
+database role exactly its privileges on them (``roles``); ``run_env`` is what each ``env.py``
+calls, so the environments stay one line long and cannot drift apart.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from alembic.config import Config
 from sqlalchemy import MetaData, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
+
+from signoff_runtime import roles
+from signoff_runtime.settings import DatabaseSettings
 
 
 def owners(group: str = "signoff.migrations") -> dict[str, Path]:
@@ -36,12 +40,17 @@ def config_for(location: Path, url: str) -> Config:
     return cfg
 
 
-def upgrade_all(url: str, revision: str = "head") -> list[str]:
-    """Migrate every owner's schema (blocking: call it outside an event loop or in a thread)."""
+def upgrade_all(
+    url: str, revision: str = "head", *, db: DatabaseSettings | None = None, env: str = "dev"
+) -> list[str]:
+    """Migrate every owner's schema, then set up the service roles (``roles.apply``: names and
+    passwords from ``db``, development defaults if ``None``) as the role of ``url``. Blocking:
+    call it outside an event loop or in a thread. Returns the owners migrated."""
     done = []
     for name, location in owners().items():
         command.upgrade(config_for(location, url), revision)
         done.append(name)
+    asyncio.run(roles.apply(url, db or DatabaseSettings(), env))
     return done
 
 

@@ -27,10 +27,29 @@ DEV_TOKEN_SECRET = "dev-only-token-secret-do-not-deploy-0000000000"  # noqa: S10
 DEV_CONTRACT_KEY = "dev-only-contract-key-do-not-deploy-000000000"
 
 
+class RolePasswords(BaseModel):
+    """``SIGNOFF_DB__PASSWORDS__<SERVICE>``: the password the migration step gives each service's
+    database role (``signoff_runtime.roles``). Only the migration step reads these; a service
+    reads its own in its ``SIGNOFF_DB__URL``. Unset: ``<service>-dev-password``, which the
+    migration step refuses with ``SIGNOFF_ENV=prod``. One field per row of ``roles.ACCESS``."""
+
+    agent: SecretStr | None = None
+    proposals: SecretStr | None = None
+    executor: SecretStr | None = None
+    reconciler: SecretStr | None = None
+    web: SecretStr | None = None
+
+
 class DatabaseSettings(BaseModel):
+    #: whom this process connects as: a service its own role (``<role_prefix>_<service>``), the
+    #: migration step and operators' commands a role that owns the schemas
     url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/signoff"
     pool_size: int = Field(default=10, ge=1, le=200)
     statement_timeout_ms: int = Field(default=15_000, ge=100)
+    #: service roles are named ``<role_prefix>_<service>`` (roles are cluster-wide: two
+    #: deployments sharing a PostgreSQL server need two prefixes)
+    role_prefix: str = Field(default="signoff", pattern=r"^[a-z][a-z0-9_]{0,30}$")
+    passwords: RolePasswords = RolePasswords()
 
 
 class AmqpSettings(BaseModel):
@@ -89,6 +108,8 @@ class UnsafeSettings(BaseModel):
     publish_without_outbox: bool = False
     #: the outbox relay commits rows as sent before the broker confirms their publish
     mark_sent_before_confirm: bool = False
+    #: the executor runs a contract without checking its approver is still authorized
+    skip_execution_authz: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""

@@ -3,14 +3,15 @@
 - ``database_url``: a fresh database, every owner's schema migrated, dropped at the end;
 - ``engine``: an async engine on it;
 - ``amqp_url`` and ``topology``: the broker, and a fresh name prefix per test (cleaned up);
-- ``settings_env``: the ``SIGNOFF_*`` environment that points a service process at both.
+- ``settings_env``: the ``SIGNOFF_*`` environment that points a service process at both;
+  ``service_env``: the same for one named service, connecting as its own database role.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack
 
 import aio_pika
@@ -23,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.migrations import upgrade_all
 from signoff_runtime.testing import servers
+from signoff_runtime.testing.processes import as_own_role
 from signoff_runtime.topology import Topology
 
 
@@ -87,3 +89,10 @@ def settings_env(database_url: str, amqp_url: str, topology: Topology) -> dict[s
         "SIGNOFF_AMQP__DELIVERY_LIMIT": str(topology.delivery_limit),
         "SIGNOFF_LOG_JSON": "true",
     }
+
+
+@pytest.fixture
+def service_env(settings_env: dict[str, str]) -> Callable[[str], dict[str, str]]:
+    """``service_env("executor")``: ``settings_env`` as that service's own database role, with
+    only its privileges — how the service runs when deployed."""
+    return lambda name: as_own_role(settings_env, name)

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import httpx
 
+from signoff_runtime.roles import ACCESS, role_url
+from signoff_runtime.settings import DatabaseSettings
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -86,6 +89,15 @@ class ServiceProcess:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except FileNotFoundError:
             return "(no log)"
+
+
+def as_own_role(env: dict[str, str], name: str) -> dict[str, str]:
+    """``env`` with ``SIGNOFF_DB__URL`` turned into service ``name``'s own database role (as
+    deployed: ``signoff_runtime.roles``); unchanged for a process without a role."""
+    if name not in ACCESS or "SIGNOFF_DB__URL" not in env:
+        return dict(env)
+    db = DatabaseSettings(role_prefix=env.get("SIGNOFF_DB__ROLE_PREFIX", "signoff"))
+    return {**env, "SIGNOFF_DB__URL": role_url(env["SIGNOFF_DB__URL"], name, db)}
 
 
 def service(
