@@ -19,7 +19,7 @@ from typing import Any
 import aio_pika
 import httpx
 from signoff_club.seed import seed_demo
-from signoff_runtime.settings import AuthSettings
+from signoff_runtime.settings import AuthSettings, broker_user
 from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.processes import ServiceProcess, free_port, provider, service
 from signoff_runtime.tokens import issue_token
@@ -170,7 +170,11 @@ class Stack:
             channel = await connection.channel(publisher_confirms=True)
             ex = await channel.get_exchange(self.topology.name(exchange))
             await ex.publish(
-                aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT, **props),
+                aio_pika.Message(
+                    body,
+                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                    **{"user_id": broker_user(self.amqp_url), **props},
+                ),
                 routing_key=routing_key,
             )
 
