@@ -3,6 +3,11 @@
 Starts the card provider simulator and the four services exactly as ``make run`` does
 (``signoff serve NAME``), on free ports, against the test database and a queue prefix of their
 own; gives tests small typed verbs over the public HTTP APIs.
+
+With ``separate_users`` each process connects as its own role's broker user
+(``e2e_broker_users``: the production permissions) and the consumers know every role's user
+(``SIGNOFF_AMQP__USERS``), as deployed; the topology is then declared by the test (as the broker's
+administrator would load definitions), since no service's user may declare all of it.
 """
 
 from __future__ import annotations
@@ -17,17 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import aio_pika
+import e2e_broker_users
 import httpx
 from signoff_club.seed import seed_demo
 from signoff_runtime.settings import AuthSettings, broker_user
 from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.processes import ServiceProcess, free_port, provider, service
 from signoff_runtime.tokens import issue_token
-from signoff_runtime.topology import Topology
+from signoff_runtime.topology import Role, Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-SERVICES = ("proposals", "executor", "reconciler", "agent")
+SERVICES: tuple[Role, ...] = ("proposals", "executor", "reconciler", "agent")
 TERMINAL = {"succeeded", "revision_required", "failed", "declined", "expired", "superseded"}
 
 
@@ -60,6 +66,22 @@ class Stack:
     log_dir: Path
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=20.0))
+    #: each process as its own role's broker user (call ``e2e_broker_users.ensure()`` first)
+    separate_users: bool = False
+
+    def role_url(self, role: Role) -> str:
+        """The broker URL ``role`` connects with (the shared one unless ``separate_users``)."""
+        return e2e_broker_users.url(self.amqp_url, role) if self.separate_users else self.amqp_url
+
+    def env_of(self, role: Role) -> dict[str, str]:
+        if not self.separate_users:
+            return self.env
+        return {
+            **self.env,
+            "SIGNOFF_AMQP__URL": self.role_url(role),
+            "SIGNOFF_AMQP__USERS": e2e_broker_users.users_setting(),
+            "SIGNOFF_AMQP__DECLARE_TOPOLOGY": "false",
+        }
 
     # -- processes -------------------------------------------------------------------------
     def start(self) -> None:
@@ -73,13 +95,13 @@ class Stack:
         self.env["OPENAI_BASE_URL"] = f"{model.url}/v1"
         self.env["OPENAI_API_KEY"] = "scripted"
         for name in SERVICES:
-            self.processes[name] = service(name, self.env, self.log_dir).start()
+            self.processes[name] = service(name, self.env_of(name), self.log_dir).start()
         for proc in self.processes.values():
             proc.wait_healthy(60.0)
 
     def start_extra(self, name: str, label: str) -> ServiceProcess:
         """Another replica of ``name`` (e.g. a second executor)."""
-        proc = service(name, self.env, self.log_dir)
+        proc = service(name, self.env_of(name), self.log_dir)  # type: ignore[arg-type]
         proc.name = label
         self.processes[label] = proc.start()
         proc.wait_healthy(60.0)
@@ -89,7 +111,7 @@ class Stack:
         """The web frontend (``signoff serve web``), talking to this stack's agent and proposals
         service; the browser tests and the web's authorization table share it."""
         env = {
-            **self.env,
+            **self.env_of("web"),
             "SIGNOFF_WEB__AGENT_URL": self.url("agent"),
             "SIGNOFF_WEB__PROPOSALS_URL": self.url("proposals"),
         }
@@ -164,8 +186,18 @@ class Stack:
         async with self.engine.connect() as conn:
             return (await conn.execute(text(sql), params)).scalar()
 
-    async def publish(self, exchange: str, routing_key: str, body: bytes, **props: Any) -> None:
-        connection = await aio_pika.connect(self.amqp_url)
+    async def publish(
+        self,
+        exchange: str,
+        routing_key: str,
+        body: bytes,
+        *,
+        role: Role = "proposals",
+        **props: Any,
+    ) -> None:
+        """Publish as ``role``'s broker user (``user_id`` set to it unless ``props`` says)."""
+        amqp_url = self.role_url(role)
+        connection = await aio_pika.connect(amqp_url)
         async with connection:
             channel = await connection.channel(publisher_confirms=True)
             ex = await channel.get_exchange(self.topology.name(exchange))
@@ -173,7 +205,7 @@ class Stack:
                 aio_pika.Message(
                     body,
                     delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-                    **{"user_id": broker_user(self.amqp_url), **props},
+                    **{"user_id": broker_user(amqp_url), **props},
                 ),
                 routing_key=routing_key,
             )
@@ -205,9 +237,10 @@ class Stack:
             return [dict(row._mapping) for row in rows]
 
     async def signoff(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """Run the ``signoff`` CLI against this stack (its database and queue prefix)."""
+        """Run the ``signoff`` CLI against this stack (its database and queue prefix), as the
+        operators' ``cli`` broker user."""
         argv = [sys.executable, "-c", "from signoff_cli.main import main; main()", *args]
-        env = {**os.environ, **self.env}
+        env = {**os.environ, **self.env_of("cli")}
         return await asyncio.to_thread(
             subprocess.run, argv, env=env, capture_output=True, text=True, timeout=120
         )
@@ -237,6 +270,12 @@ def model_server(env: dict[str, str], log_dir: Path) -> ServiceProcess:
 
 def new_prefix() -> str:
     return f"e{secrets.token_hex(4)}"
+
+
+async def declare_topology(amqp_url: str, topology: Topology) -> None:
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        await topology.declare(await connection.channel())
 
 
 async def delete_topology(amqp_url: str, topology: Topology) -> None:
