@@ -30,7 +30,6 @@ from signoff_runtime.topology import EXCHANGES, QUEUES, REPLAYERS, ROLES, Role, 
 from signoff_cli.interfaces import CONSUMES, DLQ_CONSUMER, PUBLISHES
 
 VHOST = "/"
-SERVICES = ("agent", "proposals", "executor", "reconciler", "web")
 #: every broker user but the administrator: the services and the operators' command line
 USERS: tuple[Role, ...] = ROLES
 
