@@ -59,6 +59,7 @@ def test_the_archive_believes_a_letters_sender_only_from_the_queues_own_consumer
     named = {SENDER_HEADER: "signoff-executor"}
     assert check.original_sender(outcomes, "signoff-proposals", named) == "signoff-executor"
     assert check.original_sender(outcomes, "signoff-agent", named) == "signoff-agent"
+    assert check.original_sender(outcomes, "signoff-cli", named) == "signoff-executor"
     assert check.original_sender(outcomes, "signoff-executor", {}) == "signoff-executor"
     assert check.original_sender(outcomes, None, {}) is None
 

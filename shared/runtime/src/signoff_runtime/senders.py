@@ -82,12 +82,13 @@ class Senders:
     ) -> str | None:
         """The original sender of a dead letter found in ``spec``'s dead-letter queue.
 
-        A copy re-published by the queue's own consumer names it in ``x-signoff-sender``; a letter
-        RabbitMQ dead-lettered itself keeps its publisher's ``user_id``; anything else written to
-        the dead-letter exchange is taken as from whoever wrote it.
+        A copy re-published by the queue's own consumer names it in ``x-signoff-sender``, as does
+        a replay RabbitMQ dead-lettered again; a letter RabbitMQ dead-lettered itself keeps its
+        publisher's ``user_id``; anything else written to the dead-letter exchange is taken as
+        from whoever wrote it.
         """
         vouched = _text((headers or {}).get(SENDER_HEADER))
-        if user_id in self.users[spec.consumer] and vouched:
+        if user_id in self.users[spec.consumer] | self.of(REPLAYERS) and vouched:
             return vouched
         return user_id or None
 
