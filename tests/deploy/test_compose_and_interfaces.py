@@ -5,6 +5,7 @@ documents against the code."""
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from typing import Any
 
@@ -20,7 +21,7 @@ from signoff_club.settings import ClubSettings
 from signoff_executor.settings import ExecutorSettings
 from signoff_proposals.settings import ProposalsSettings
 from signoff_reconciler.settings import ReconcilerSettings
-from signoff_runtime.topology import EXCHANGES, QUEUES, Topology
+from signoff_runtime.topology import EXCHANGES, QUEUES, ROUTING_KEYS, Topology
 from signoff_scripted_model.settings import Settings as ModelSettings
 
 SETTINGS: tuple[type[BaseSettings], ...] = (
@@ -146,10 +147,22 @@ def test_definitions_hold_the_topology() -> None:
         for key in (spec.routing_key, *spec.extra_keys):
             assert (topo.name(spec.exchange), topo.name(spec.key), key) in bindings
         assert (topo.name("dlx"), topo.dlq(spec.key), topo.name(spec.key)) in bindings
+        assert (topo.name("replay"), topo.name(spec.key), topo.name(spec.key)) in bindings
     users = {u["name"] for u in definitions["users"]}
-    assert {"agent", "proposals", "executor", "reconciler"} <= users
+    assert {"agent", "proposals", "executor", "reconciler", "web", "cli"} <= users
+    assert not [u for u in definitions["users"] if u["tags"] and u["name"] != "admin"]
     executor = next(p for p in definitions["permissions"] if p["user"] == "executor")
     assert executor["read"].find("proposals") == -1, "the executor reads only its own queue"
+    # amq.default routes to any queue by name: only a service answering requests may use it
+    answering = {"proposals"} | ({"agent"} if "agent.resolve" in ROUTING_KEYS else set())
+    default_writers = {
+        p["user"] for p in definitions["permissions"] if re.search(p["write"], "amq.default")
+    }
+    assert default_writers == {"admin", *answering}
+    replayers = {
+        p["user"] for p in definitions["permissions"] if re.search(p["write"], topo.name("replay"))
+    }
+    assert replayers == {"admin", "cli"}
 
 
 def test_generated_documents_are_current() -> None:

@@ -5,6 +5,11 @@ Starts the card provider simulator and the four services exactly as ``make run``
 own; gives tests small typed verbs over the public HTTP APIs. Each service connects as its own
 database role, with only its privileges, as deployed (``own_roles=False``: all as the test
 database's superuser — the negative control of the database roles).
+
+With ``separate_users`` each process connects as its own role's broker user
+(``e2e_broker_users``: the production permissions) and the consumers know every role's user
+(``SIGNOFF_AMQP__USERS``), as deployed; the topology is then declared by the test (as the broker's
+administrator would load definitions), since no service's user may declare all of it.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import aio_pika
+import e2e_broker_users
 import httpx
 from signoff_club.seed import seed_demo
-from signoff_runtime.settings import AuthSettings
+from signoff_runtime.settings import AuthSettings, broker_user
 from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.processes import (
     ServiceProcess,
@@ -31,11 +37,11 @@ from signoff_runtime.testing.processes import (
     service,
 )
 from signoff_runtime.tokens import issue_token
-from signoff_runtime.topology import Topology
+from signoff_runtime.topology import Role, Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-SERVICES = ("proposals", "executor", "reconciler", "agent")
+SERVICES: tuple[Role, ...] = ("proposals", "executor", "reconciler", "agent")
 TERMINAL = {"succeeded", "revision_required", "failed", "declined", "expired", "superseded"}
 
 
@@ -70,10 +76,23 @@ class Stack:
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=20.0))
     #: each service as its own database role (``False``: every one as the superuser of ``env``)
     own_roles: bool = True
+    #: each process as its own role's broker user (call ``e2e_broker_users.ensure()`` first)
+    separate_users: bool = False
+
+    def role_url(self, role: Role) -> str:
+        """The broker URL ``role`` connects with (the shared one unless ``separate_users``)."""
+        return e2e_broker_users.url(self.amqp_url, role) if self.separate_users else self.amqp_url
 
     def env_of(self, name: str) -> dict[str, str]:
         """The environment service ``name`` runs with; ``self.env`` stays the operator's."""
-        return as_own_role(self.env, name) if self.own_roles else dict(self.env)
+        env = as_own_role(self.env, name) if self.own_roles else dict(self.env)
+        if self.separate_users:
+            env |= {
+                "SIGNOFF_AMQP__URL": self.role_url(name),  # type: ignore[arg-type]
+                "SIGNOFF_AMQP__USERS": e2e_broker_users.users_setting(),
+                "SIGNOFF_AMQP__DECLARE_TOPOLOGY": "false",
+            }
+        return env
 
     # -- processes -------------------------------------------------------------------------
     def start(self) -> None:
@@ -178,13 +197,27 @@ class Stack:
         async with self.engine.connect() as conn:
             return (await conn.execute(text(sql), params)).scalar()
 
-    async def publish(self, exchange: str, routing_key: str, body: bytes, **props: Any) -> None:
-        connection = await aio_pika.connect(self.amqp_url)
+    async def publish(
+        self,
+        exchange: str,
+        routing_key: str,
+        body: bytes,
+        *,
+        role: Role = "proposals",
+        **props: Any,
+    ) -> None:
+        """Publish as ``role``'s broker user (``user_id`` set to it unless ``props`` says)."""
+        amqp_url = self.role_url(role)
+        connection = await aio_pika.connect(amqp_url)
         async with connection:
             channel = await connection.channel(publisher_confirms=True)
             ex = await channel.get_exchange(self.topology.name(exchange))
             await ex.publish(
-                aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT, **props),
+                aio_pika.Message(
+                    body,
+                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                    **{"user_id": broker_user(amqp_url), **props},
+                ),
                 routing_key=routing_key,
             )
 
@@ -215,9 +248,10 @@ class Stack:
             return [dict(row._mapping) for row in rows]
 
     async def signoff(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """Run the ``signoff`` CLI against this stack (its database and queue prefix)."""
+        """Run the ``signoff`` CLI against this stack (its database and queue prefix), as the
+        operators' ``cli`` broker user."""
         argv = [sys.executable, "-c", "from signoff_cli.main import main; main()", *args]
-        env = {**os.environ, **self.env}
+        env = {**os.environ, **self.env_of("cli")}
         return await asyncio.to_thread(
             subprocess.run, argv, env=env, capture_output=True, text=True, timeout=120
         )
@@ -247,6 +281,12 @@ def model_server(env: dict[str, str], log_dir: Path) -> ServiceProcess:
 
 def new_prefix() -> str:
     return f"e{secrets.token_hex(4)}"
+
+
+async def declare_topology(amqp_url: str, topology: Topology) -> None:
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        await topology.declare(await connection.channel())
 
 
 async def delete_topology(amqp_url: str, topology: Topology) -> None:

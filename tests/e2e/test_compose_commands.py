@@ -93,9 +93,10 @@ def argv(service: dict[str, Any], name: str) -> list[str]:
 
 
 def local_env(
-    env: dict[str, Any], ports: dict[str, int], database_url: str, amqp_url: str
+    env: dict[str, Any], ports: dict[str, int], database_url: str, amqp_url: str, vhost: str
 ) -> dict[str, str]:
-    """Compose's environment with its hosts mapped to this machine."""
+    """Compose's environment with its hosts mapped to this machine (and its broker users to
+    this vhost's: ``<vhost>-<user>``)."""
     out = {}
     for key, value in env.items():
         value = str(value)
@@ -103,6 +104,9 @@ def local_env(
             value = database_url
         elif key == "SIGNOFF_AMQP__URL":
             value = amqp_url
+        elif key == "SIGNOFF_AMQP__USERS":
+            users = json.loads(value)
+            value = json.dumps({role: f"{vhost}-{user}" for role, user in users.items()})
         elif key.endswith("HOST") and value == "0.0.0.0":
             value = "127.0.0.1"
         for host, port in ports.items():
@@ -142,7 +146,7 @@ async def test_compose_commands_reach_healthy_and_carry_a_proposal(
             service = compose[service_name]
             user = service_name if service_name in passwords else "admin"
             amqp = f"amqp://{name}-{user}:{passwords[user]}@127.0.0.1:5672/{quote(name, safe='')}"
-            env = local_env(service.get("environment", {}), ports, database_url, amqp)
+            env = local_env(service.get("environment", {}), ports, database_url, amqp, name)
             command = argv(service, service_name)
             if service_name in ONE_SHOTS:
                 done = await asyncio.to_thread(

@@ -14,6 +14,7 @@ import pytest
 from e2e_stack import Stack
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ReconciliationChecked
+from signoff_runtime.settings import broker_user
 from signoff_runtime.testing import wait_until
 from sqlalchemy import text
 from test_lifecycle import propose_refund
@@ -66,7 +67,10 @@ async def _publish_all(stack: Stack, bodies: list[tuple[str, bytes]]) -> None:
             *(
                 exchange.publish(
                     aio_pika.Message(
-                        body, message_id=mid, delivery_mode=aio_pika.DeliveryMode.PERSISTENT
+                        body,
+                        message_id=mid,
+                        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                        user_id=broker_user(stack.amqp_url),
                     ),
                     routing_key="execution.reconciliation_checked",
                 )

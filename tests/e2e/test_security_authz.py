@@ -20,7 +20,7 @@ from e2e_stack import Stack
 from faststream.rabbit import RabbitBroker
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ApprovalReply, ApproveProposal, DeclineProposal
-from signoff_runtime.settings import AuthSettings
+from signoff_runtime.settings import AuthSettings, broker_user
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import ROUTING_KEYS
 
@@ -238,6 +238,7 @@ async def command(stack: Stack, body: bytes) -> ApprovalReply:
             routing_key=ROUTING_KEYS["proposals.approvals"],
             timeout=10.0,
             content_type="application/json",
+            user_id=broker_user(stack.amqp_url),
         )
     return ApprovalReply.model_validate_json(bytes(reply.body))
 

@@ -23,7 +23,7 @@ import httpx
 from faults_proxy import Proxy
 from faults_servers import PrivatePostgres, PrivateRabbit
 from signoff_club.seed import seed_demo
-from signoff_runtime.settings import AuthSettings
+from signoff_runtime.settings import AuthSettings, broker_user
 from signoff_runtime.testing.processes import ServiceProcess, provider, service
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import QUEUES, Topology
@@ -236,6 +236,7 @@ class FaultStack:
                     delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
                     message_id=message_id,
                     content_type="application/json",
+                    user_id=broker_user(self.rabbit.url),
                 ),
                 routing_key=routing_key,
             )

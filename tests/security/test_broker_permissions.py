@@ -16,6 +16,7 @@ from urllib.parse import quote
 import aio_pika
 import pytest
 from aio_pika.exceptions import ChannelClosed
+from signoff_cli.rabbit_definitions import USERS
 from signoff_cli.rabbit_users import commands
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 
@@ -40,7 +41,7 @@ def vhost() -> str:  # type: ignore[misc]
             ctl(*args)
     yield f"{name}|{prefix}"
     ctl("delete_vhost", name)
-    for service in ("agent", "proposals", "executor", "reconciler", "web"):
+    for service in USERS:
         subprocess.run(
             ["rabbitmqctl", "-q", "delete_user", f"{prefix}-{service}"],
             capture_output=True,
@@ -74,6 +75,9 @@ async def test_the_agents_user_may_ask_proposals_but_never_publish_contracts_or_
     for refused in ("contracts", "outcomes"):
         with pytest.raises(ChannelClosed, match="ACCESS_REFUSED"):
             await publish(agent, topology.name(refused), ROUTING_KEYS["executor.contracts"])
+    if "agent.resolve" not in ROUTING_KEYS:  # it answered revision requests over reply-to
+        with pytest.raises(ChannelClosed, match="ACCESS_REFUSED"):
+            await publish(agent, "", topology.name("proposals.outcomes"))
 
 
 async def test_the_webs_user_may_send_approval_commands_but_never_outcomes_or_contracts(
@@ -90,3 +94,6 @@ async def test_the_webs_user_may_send_approval_commands_but_never_outcomes_or_co
     for refused, key in (("outcomes", "proposals.outcomes"), ("contracts", "executor.contracts")):
         with pytest.raises(ChannelClosed, match="ACCESS_REFUSED"):
             await publish(web, topology.name(refused), ROUTING_KEYS[key])
+    # nor around them: the default exchange routes to any queue by name
+    with pytest.raises(ChannelClosed, match="ACCESS_REFUSED"):
+        await publish(web, "", topology.name("proposals.outcomes"))

@@ -10,11 +10,16 @@ without processes in ``shared/runtime/tests/test_unsafe_switches.py``.)
 from __future__ import annotations
 
 import asyncio
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 from signoff_runtime.testing.processes import ServiceProcess, service
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))  # e2e_broker_users
+
+import e2e_broker_users
 
 pytestmark = pytest.mark.integration
 
@@ -79,10 +84,24 @@ async def test_signoff_serve_executor_refuses_a_switch_outside_test(
     assert "Traceback" not in output and output.count("\n") == 1, output
 
 
+def _executors_broker_user(settings_env: dict[str, str]) -> dict[str, str]:
+    """``prod`` refuses ``guest`` and wants every role's broker user named: the executor's own
+    test user, with the production permissions (the topology is declared already)."""
+    if not e2e_broker_users.available():
+        pytest.skip("needs rabbitmqctl to create the per-role broker users")
+    e2e_broker_users.ensure()
+    return {
+        "SIGNOFF_AMQP__URL": e2e_broker_users.url(settings_env["SIGNOFF_AMQP__URL"], "executor"),
+        "SIGNOFF_AMQP__USERS": e2e_broker_users.users_setting(),
+        "SIGNOFF_AMQP__DECLARE_TOPOLOGY": "false",
+    }
+
+
 async def test_without_a_switch_the_same_production_environment_starts(
     settings_env: dict[str, str], tmp_path: Path
 ) -> None:
-    process = service("executor", _production(settings_env), tmp_path)
+    env = {**_production(settings_env), **_executors_broker_user(settings_env)}
+    process = service("executor", env, tmp_path)
     process.start()
     try:
         await asyncio.to_thread(process.wait_healthy, 60.0)

@@ -7,6 +7,15 @@ so a user needs ``configure`` only on the queues its subscribers (re)declare, ``
 exchanges it publishes to (and its own queues, which subscribers bind), and ``read`` on what it
 consumes and on the exchanges its queues are bound from. The demo passwords are
 ``<service>-dev-password``: replace the users' hashes in any real deployment.
+
+``amq.default`` routes to any queue by name, so only a service that answers requests over direct
+reply-to may write to it (the proposals service). Asking needs no more than writing to the
+request's exchange: the requester consumes its own channel's ``amq.rabbitmq.reply-to`` with no
+permission at all (checked on RabbitMQ 3.10). Only consumers may write to the dead-letter exchange
+(their failures); only the operators' ``cli`` user to ``replay`` (``signoff dlq replay``). What a
+user may reach is still more than what its role may send (the dead-letter exchange routes to any
+``.dlq``; ``commands`` carries proposal requests and approval commands alike): the consumers'
+sender check (``signoff_runtime.senders``) closes that gap.
 """
 
 from __future__ import annotations
@@ -16,12 +25,13 @@ import hashlib
 import re
 from typing import Any
 
-from signoff_runtime.topology import EXCHANGES, QUEUES, Topology
+from signoff_runtime.topology import EXCHANGES, QUEUES, REPLAYERS, ROLES, Role, Topology
 
 from signoff_cli.interfaces import CONSUMES, DLQ_CONSUMER, PUBLISHES
 
 VHOST = "/"
-SERVICES = ("agent", "proposals", "executor", "reconciler", "web")
+#: every broker user but the administrator: the services and the operators' command line
+USERS: tuple[Role, ...] = ROLES
 
 
 def password_hash(password: str, salt: bytes) -> str:
@@ -33,24 +43,28 @@ def _alternatives(names: list[str]) -> str:
     return "^(" + "|".join(re.escape(n) for n in sorted(set(names))) + ")$" if names else "^$"
 
 
-def permissions(service: str, topo: Topology) -> dict[str, str]:
-    own = [c.queue for c in CONSUMES[service]]
-    queues = [topo.name(q) for q in own]
-    bound_from = [topo.name(topo.spec(q).exchange) for q in own]
-    publishes = [topo.name(p.exchange) for p in PUBLISHES[service]]
-    dlqs = [topo.dlq(spec.key) for spec in QUEUES] if service == DLQ_CONSUMER else []
+def permissions(role: str, topo: Topology) -> dict[str, str]:
+    consumed = CONSUMES.get(role, ())
+    queues = [topo.name(c.queue) for c in consumed]
+    bound_from = [topo.name(topo.spec(c.queue).exchange) for c in consumed]
+    publishes = [topo.name(p.exchange) for p in PUBLISHES.get(role, ())]
+    dlqs = [topo.dlq(spec.key) for spec in QUEUES] if role == DLQ_CONSUMER else []
     if dlqs:
         bound_from.append(topo.name("dlx"))  # the archive's subscribers bind each .dlq to it
-    # every consumer may dead-letter (publish to dlx) and answer request-reply (default exchange)
-    write = [*queues, *publishes, topo.name("dlx"), "amq.default"]
-    if service == DLQ_CONSUMER:
-        write += [topo.name(spec.key) for spec in QUEUES]  # replays go to the original queue
+    write = [*queues, *publishes]
+    if consumed:
+        write.append(topo.name("dlx"))  # a consumer dead-letters what it refuses
+    if any(c.reply for c in consumed):
+        write.append("amq.default")  # answers go to the requester's direct reply-to
+    if role in REPLAYERS:
+        # approval commands (the allow-list names the command line) and dead-letter replays
+        write += [topo.name("commands"), topo.name("replay")]
     return {
-        "user": service,
+        "user": role,
         "vhost": VHOST,
         "configure": _alternatives([*queues, *bound_from, *dlqs]),
         "write": _alternatives(write),
-        "read": _alternatives([*queues, *bound_from, *dlqs, "amq.rabbitmq.reply-to"]),
+        "read": _alternatives([*queues, *bound_from, *dlqs]),
     }
 
 
@@ -63,6 +77,7 @@ def definitions(prefix: str = "signoff", delivery_limit: int = 5) -> dict[str, A
         queues.append(_queue(topo.dlq(spec.key), {"x-queue-type": "quorum"}))
         for key in (spec.routing_key, *spec.extra_keys):
             bindings.append(_binding(topo.name(spec.exchange), topo.name(spec.key), key))
+        bindings.append(_binding(topo.name("replay"), topo.name(spec.key), topo.name(spec.key)))
         bindings.append(_binding(topo.name("dlx"), topo.dlq(spec.key), topo.name(spec.key)))
     users = [
         {
@@ -73,14 +88,14 @@ def definitions(prefix: str = "signoff", delivery_limit: int = 5) -> dict[str, A
             "hashing_algorithm": "rabbit_password_hashing_sha256",
             "tags": ["administrator"] if name == "admin" else [],
         }
-        for name in ("admin", *SERVICES)
+        for name in ("admin", *USERS)
     ]
     admin = {"user": "admin", "vhost": VHOST, "configure": ".*", "write": ".*", "read": ".*"}
     return {
         "rabbit_version": "3.10.8",
         "vhosts": [{"name": VHOST}],
         "users": users,
-        "permissions": [admin, *(permissions(s, topo) for s in SERVICES)],
+        "permissions": [admin, *(permissions(s, topo) for s in USERS)],
         "exchanges": [
             {
                 "name": topo.name(short),

@@ -1,13 +1,14 @@
 """Per-service RabbitMQ users on the local broker, for ``make run`` (via ``signoff dev run``).
 
-The same permission regexes as ``deploy/rabbitmq/definitions.json`` (``rabbit_definitions``):
-the agent may not publish execution contracts or outcomes, only the proposals service writes to
-``contracts``, only the executor and reconciler to ``outcomes``. Users are named
-``<prefix>-<service>`` with the password ``<service>-dev-password``; a service uses its own user by
-connecting with ``SIGNOFF_AMQP__URL=amqp://signoff-agent:agent-dev-password@127.0.0.1:5672/``
-and ``SIGNOFF_AMQP__DECLARE_TOPOLOGY=false`` (the topology is then declared by someone allowed
-to). Applying them needs ``rabbitmqctl`` on this machine (and the right to use it); without it
-this is skipped with a note, never an error.
+The same permission regexes as ``deploy/rabbitmq/definitions.json`` (``rabbit_definitions``): the
+agent may not publish execution contracts or outcomes, only the proposals service writes to
+``contracts`` (and ``amq.default``, to answer requests), only the executor and reconciler to
+``outcomes``; ``<prefix>-cli`` is the operators' user (approval commands, dead-letter replays).
+Users are named ``<prefix>-<service>`` with the password ``<service>-dev-password``; a service uses
+its own user by connecting with ``SIGNOFF_AMQP__URL=amqp://signoff-agent:agent-dev-
+password@127.0.0.1:5672/`` and ``SIGNOFF_AMQP__DECLARE_TOPOLOGY=false`` (the topology is then
+declared by someone allowed to). Applying them needs ``rabbitmqctl`` on this machine (and the right
+to use it); without it this is skipped with a note, never an error.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import subprocess
 
 from signoff_runtime.topology import Topology
 
-from signoff_cli.rabbit_definitions import SERVICES, permissions
+from signoff_cli.rabbit_definitions import USERS, permissions
 
 
 def user_name(prefix: str, service: str) -> str:
@@ -28,7 +29,7 @@ def commands(prefix: str = "signoff", vhost: str = "/") -> list[list[str]]:
     """``rabbitmqctl`` argument lists that create (or update) every service's user."""
     topo = Topology(prefix, 5)
     argv: list[list[str]] = []
-    for service in SERVICES:
+    for service in USERS:
         name = user_name(prefix, service)
         perms = permissions(service, topo)
         argv += [
@@ -63,4 +64,4 @@ def apply(prefix: str = "signoff", vhost: str = "/", timeout_s: float = 30.0) ->
             return (
                 f"rabbitmq users: skipped (rabbitmqctl {args[0]} refused: exit {done.returncode})"
             )
-    return f"rabbitmq users: {', '.join(user_name(prefix, s) for s in SERVICES)} (vhost {vhost})"
+    return f"rabbitmq users: {', '.join(user_name(prefix, s) for s in USERS)} (vhost {vhost})"

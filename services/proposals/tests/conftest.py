@@ -25,7 +25,7 @@ import pytest_asyncio
 from faststream.rabbit import RabbitBroker
 from signoff_proposals.app import create_app
 from signoff_proposals.settings import ProposalsGroup, ProposalsSettings
-from signoff_runtime.settings import AmqpSettings, DatabaseSettings
+from signoff_runtime.settings import AmqpSettings, DatabaseSettings, broker_user
 from signoff_runtime.testing.processes import ServiceProcess, free_port
 from signoff_runtime.topology import Topology
 from sqlalchemy import text
@@ -94,7 +94,9 @@ async def service(
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://proposals") as http:
-            yield Harness(engine, amqp, topology, http, settings.auth)
+            yield Harness(
+                engine, amqp, topology, http, settings.auth, broker_user(settings.amqp.url)
+            )
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -124,7 +126,9 @@ async def service_process(
     try:
         await asyncio.to_thread(process.wait_healthy, 30.0)
         async with httpx.AsyncClient(base_url=process.url, timeout=30.0) as http:
-            yield Harness(engine, amqp, topology, http, settings.auth)
+            yield Harness(
+                engine, amqp, topology, http, settings.auth, broker_user(settings.amqp.url)
+            )
     finally:
         code = await asyncio.to_thread(process.stop)
         # uvicorn re-raises SIGTERM once it has shut down gracefully: -15 is a clean stop

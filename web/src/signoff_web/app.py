@@ -49,7 +49,12 @@ def create_app(
     app.state.apis = Apis(
         http, settings.web.agent_url.rstrip("/"), settings.web.proposals_url.rstrip("/")
     )
-    app.state.commands = Commands(runtime.broker, runtime.topology, settings.amqp.request_timeout_s)
+    app.state.commands = Commands(
+        runtime.broker,
+        runtime.topology,
+        settings.amqp.request_timeout_s,
+        runtime.senders.me,
+    )
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(pages.router)
     app.include_router(actions.router)

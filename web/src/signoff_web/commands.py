@@ -28,6 +28,9 @@ class Commands:
     broker: RabbitBroker
     topology: Topology
     timeout_s: float
+    #: this connection's broker user, sent as ``user_id``: the proposals service refuses a
+    #: command without it (RabbitMQ refuses one naming another user)
+    user_id: str
 
     async def send(self, command: ApprovalCommand) -> ApprovalReply:
         correlation_id = new_id("cmd")
@@ -40,6 +43,7 @@ class Commands:
                 correlation_id=correlation_id,
                 content_type="application/json",
                 persist=True,
+                user_id=self.user_id,
                 timeout=self.timeout_s,
             )
         except (TimeoutError, FastStreamException) as exc:

@@ -73,6 +73,7 @@ def create_app(
         operations,
         directory,
         turns,
+        senders=runtime.senders,
     ).register()
     runtime.loops.extend([hub.listen, turns.sweep])
 

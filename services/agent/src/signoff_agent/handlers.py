@@ -23,6 +23,7 @@ from signoff_contracts.v1 import PausePointResolved, ProposalEvent, ResolveReply
 from signoff_runtime.consumer import Delivery, PermanentError, raw_body, settle
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
 from signoff_runtime.registry import Operations
+from signoff_runtime.senders import Senders
 from signoff_runtime.settings import AmqpSettings
 from signoff_runtime.topology import Topology
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -45,6 +46,7 @@ class Consumers:
     operations: Operations
     directory: Directory
     turns: Turns
+    senders: Senders
 
     def register(self) -> None:
         topo = self.topology
@@ -68,6 +70,7 @@ class Consumers:
                 broker=self.broker,
                 topology=topo,
                 queue_key="agent.events",
+                senders=self.senders,
                 work=lambda: self.event(msg.body),
             )
 
@@ -78,6 +81,7 @@ class Consumers:
                 broker=self.broker,
                 topology=topo,
                 queue_key="agent.resolve",
+                senders=self.senders,
                 work=lambda: self.resolve(msg),
             )
 
@@ -138,5 +142,6 @@ class Consumers:
                 message_id=reply.message_id,
                 message_type=reply.type,
                 content_type="application/json",
+                user_id=self.senders.me,
                 timeout=self.amqp.publish_timeout_s,
             )

@@ -28,6 +28,7 @@ from signoff_contracts.v1 import (
     ResolveReply,
     ResolveRequested,
 )
+from signoff_runtime.settings import broker_user
 from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import Topology
 from sqlalchemy import text
@@ -68,6 +69,7 @@ async def _publish(amqp_url: str, topology: Topology, routing_key: str, message:
             routing_key=routing_key,
             message_id=message.message_id,
             content_type="application/json",
+            user_id=broker_user(amqp_url),
         )
 
 
@@ -420,6 +422,7 @@ async def test_revisions_are_resolved_for_the_proposals_service(
                 routing_key="revision.resolve",
                 message_id=question.message_id,
                 correlation_id=question.proposal_id,
+                user_id=broker_user(amqp_url),
                 timeout=10.0,
             )
             return ResolveReply.model_validate_json(response.body)

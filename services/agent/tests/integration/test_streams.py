@@ -12,6 +12,7 @@ import pytest
 from agent_testkit import FakeModel, FakeProposals, auth, call, pause_view_of, say
 from faststream.rabbit import RabbitBroker
 from signoff_contracts.v1 import PausePointResolved
+from signoff_runtime.settings import broker_user
 from signoff_runtime.topology import Topology
 
 pytestmark = pytest.mark.integration
@@ -97,6 +98,7 @@ async def test_the_events_stream_shows_a_turn_an_event_started(
                 exchange=topology.exchange("events"),
                 routing_key="pause_point.resolved",
                 message_id=event.message_id,
+                user_id=broker_user(amqp_url),
             )
         ids: list[str] = []
         frames = await asyncio.wait_for(_until_turn_ends(response, ids), 20)

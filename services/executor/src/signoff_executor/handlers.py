@@ -28,7 +28,7 @@ async def _raw(msg: StreamMessage[Any]) -> bytes:
 
 
 def register(runtime: Runtime, executor: Executor, *, prefetch: int) -> None:
-    broker, topology = runtime.broker, runtime.topology
+    broker, topology, senders = runtime.broker, runtime.topology, runtime.senders
 
     @broker.subscriber(
         topology.queue(QUEUE),
@@ -42,5 +42,6 @@ def register(runtime: Runtime, executor: Executor, *, prefetch: int) -> None:
             broker=broker,
             topology=topology,
             queue_key=QUEUE,
+            senders=senders,
             work=lambda: executor.handle(msg.body),
         )

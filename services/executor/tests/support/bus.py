@@ -15,6 +15,8 @@ class Bus:
     ) -> None:
         self._connection = connection
         self.topology = topology
+        #: every message must name its sender (``signoff_runtime.senders``): the connection's user
+        self.user_id = connection.url.user or "guest"
 
     async def publish(
         self,
@@ -35,6 +37,7 @@ class Bus:
                     message_id=mid,
                     content_type="application/json",
                     delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                    user_id=self.user_id,
                 ),
                 routing_key=routing_key or ROUTING_KEYS["executor.contracts"],
                 mandatory=True,

@@ -27,6 +27,7 @@ from signoff_contracts.v1 import (
     approval_command_adapter,
 )
 from signoff_runtime.consumer import Delivery, raw_body, settle
+from signoff_runtime.senders import Senders, broker_user
 
 from signoff_proposals import (
     commands,
@@ -46,6 +47,7 @@ Handler = Callable[[Message], Awaitable[None]]
 
 def register(ctx: Context, broker: RabbitBroker) -> None:
     topo = ctx.topology
+    senders = Senders.from_settings(ctx.settings)
 
     def subscriber(key: str) -> Callable[[Handler], object]:
         return broker.subscriber(
@@ -59,7 +61,9 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
 
     def consume(key: str, work: Callable[[Message], Callable[[], Awaitable[None]]]) -> None:
         async def handler(msg: Delivery) -> None:
-            await settle(msg, broker=broker, topology=topo, queue_key=key, work=work(msg))
+            await settle(
+                msg, broker=broker, topology=topo, queue_key=key, senders=senders, work=work(msg)
+            )
 
         handler.__name__ = handler.__qualname__ = f"on_{key.replace('.', '_').replace('-', '_')}"
         subscriber(key)(handler)
@@ -156,5 +160,6 @@ async def _reply(ctx: Context, broker: RabbitBroker, msg: Message, reply: Envelo
         message_id=reply.message_id,
         message_type=reply.type,
         content_type="application/json",
+        user_id=broker_user(ctx.settings.amqp.url),
         timeout=ctx.settings.amqp.publish_timeout_s,
     )

@@ -71,6 +71,7 @@ async def test_a_malformed_command_is_answered_invalid_or_dead_lettered(service,
         exchange=service.topology.name("commands"),
         routing_key=ROUTING_KEYS["proposals.approvals"],
         persist=True,
+        user_id=service.user_id,
         content_type="application/json",
     )
     [dead] = await drain_queue(amqp_url, service.topology.dlq("proposals.approvals"))

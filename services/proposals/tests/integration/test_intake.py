@@ -148,6 +148,7 @@ async def test_a_malformed_request_gets_a_typed_reply_or_goes_to_the_dead_letter
         exchange=service.topology.name("commands"),
         routing_key=ROUTING_KEYS["proposals.requests"],
         persist=True,
+        user_id=service.user_id,
     )
     [dead] = await drain_queue(amqp_url, service.topology.dlq("proposals.requests"))
     assert dead.headers["x-signoff-reason"] == "invalid_message"

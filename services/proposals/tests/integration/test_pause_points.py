@@ -182,6 +182,7 @@ async def test_an_unparseable_request_without_a_reply_address_is_dead_lettered(
         exchange=service.topology.name("commands"),
         routing_key=ROUTING_KEYS["proposals.pause-points"],
         persist=True,
+        user_id=service.user_id,
     )
     [dead] = await drain_queue(amqp_url, service.topology.dlq("proposals.pause-points"))
     assert dead.headers["x-signoff-reason"] == "invalid_message"

@@ -71,6 +71,7 @@ async def _publish_check(service: Harness, message: ReconciliationChecked) -> No
         routing_key=ROUTING_KEYS["proposals.reconciliation"],
         persist=True,
         message_id=message.message_id,
+        user_id=service.user_id,
     )
 
 

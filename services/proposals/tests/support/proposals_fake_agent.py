@@ -24,6 +24,7 @@ from proposals_testdomain import GrantPoints
 from signoff_contracts.operations import Scope
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v1 import ResolveReply, ResolveRequested
+from signoff_runtime.settings import broker_user
 from signoff_runtime.topology import Topology
 
 Mode = Literal["resolve", "reject", "garbage", "stray", "unparseable"]
@@ -99,6 +100,7 @@ async def running_agent(amqp_url: str, topology: Topology) -> AsyncIterator[Fake
             routing_key=msg.reply_to,
             correlation_id=correlation_id,
             content_type="application/json",
+            user_id=broker_user(amqp_url),
         )
 
     async with broker:

@@ -60,6 +60,8 @@ class Harness:
     topology: Topology
     http: httpx.AsyncClient
     auth: AuthSettings
+    #: the test broker's user: every message must carry it (``signoff_runtime.senders``)
+    user_id: str = "guest"
 
     # --- people -------------------------------------------------------------------------
     async def member(self, org: str, role: str = "admin", user: str | None = None) -> str:
@@ -106,7 +108,7 @@ class Harness:
             routing_key=routing_key,
             timeout=10.0,
             content_type="application/json",
-            **kw,
+            **{"user_id": self.user_id, **kw},
         )
         return bytes(reply.body)
 
@@ -145,6 +147,7 @@ class Harness:
             persist=True,
             message_id=outcome.message_id,
             content_type="application/json",
+            user_id=self.user_id,
         )
 
     # --- database -----------------------------------------------------------------------

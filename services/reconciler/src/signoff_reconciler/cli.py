@@ -4,10 +4,12 @@
 (``--wait``) for a running reconciler to check it, then prints the check. With ``--resolve
 succeeded|failed --note TEXT`` it resolves the check by hand, audited with the operator's name
 (``--operator``, default the login name) and the note — once. ``signoff dlq list`` shows archived
-dead letters not yet replayed (``--queue``, ``--all``); ``signoff dlq replay ID`` re-publishes one
-to its queue, once, recording who did it. Settings come from the environment like the service's
-(``SIGNOFF_DB__URL``, ``SIGNOFF_AMQP__*``). Exit status: 0 done, 1 refused or timed out, 2 the
-database or broker could not be reached.
+dead letters not yet replayed (``--queue``, ``--all``), ``signoff dlq show ID`` one of them in full
+(bearer tokens redacted, as in the archive); ``signoff dlq replay ID`` re-publishes one to its
+queue, once, recording who did it — with the operator's own broker user (``SIGNOFF_AMQP__URL``
+naming the ``cli`` role's user in production), which vouches for the letter's original sender.
+Settings come from the environment like the service's (``SIGNOFF_DB__URL``, ``SIGNOFF_AMQP__*``).
+Exit status: 0 done, 1 refused or timed out, 2 the database or broker could not be reached.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from sqlalchemy.exc import DBAPIError
 from signoff_reconciler import dead_letters, operators
 from signoff_reconciler.dead_letters import DeadLetter, ReplayRefused
 from signoff_reconciler.operators import CheckState, OperatorRefused, Verdict
+from signoff_reconciler.redaction import redact, redact_body, redact_text
 from signoff_reconciler.settings import ReconcilerSettings
 
 T = TypeVar("T")
@@ -109,7 +112,19 @@ def list_letters(
             f"{letter.message_type or '-'}  {letter.message_id or '-'}{replayed}"
         )
         if letter.detail:
-            typer.echo(f"        {letter.detail}")
+            typer.echo(f"        {redact_text(letter.detail)}")
+
+
+@dlq_app.command("show")
+def show(
+    letter_id: int = typer.Argument(..., help="The dead letter's id (from dlq list)."),
+) -> None:
+    """One archived dead letter in full, as JSON (bearer tokens redacted)."""
+    letter = _run(ReconcilerSettings(), lambda engine: dead_letters.one(engine, letter_id))
+    if letter is None:
+        typer.echo(f"not_found: no dead letter {letter_id}", err=True)
+        raise typer.Exit(1)
+    typer.echo(json.dumps(_letter_json(letter), indent=2))
 
 
 @dlq_app.command("replay")
@@ -174,6 +189,9 @@ def _print_checks(found: list[CheckState], as_json: bool) -> None:
 
 
 def _letter_json(letter: DeadLetter) -> dict[str, Any]:
+    """Redacted again: letters archived before redaction existed may still hold a token."""
     data = asdict(letter)
-    data["body"] = letter.body.decode("utf-8", errors="replace")
+    data["body"] = redact_body(letter.body).decode("utf-8", errors="replace")
+    data["headers"] = redact(letter.headers)
+    data["detail"] = None if letter.detail is None else redact_text(letter.detail)
     return json.loads(json.dumps(data, default=str))  # type: ignore[no-any-return]

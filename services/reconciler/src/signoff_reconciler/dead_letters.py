@@ -10,10 +10,17 @@ dead-lettering may bring a letter twice: it is archived once (a partial unique i
 queue + message id among letters not yet replayed).
 
 ``replay`` re-publishes the original body and properties to the original queue *only* (through
-the default exchange, so a topic binding does not fan it out again), persistent and confirmed,
-and marks the row replayed — who, when, why — in the same transaction; a replayed letter is
-refused a second time. The consumer's own dedup (inbox) makes a replay of a message it did
-process harmless.
+the ``replay`` exchange, where each work queue is bound by its own name, so a topic binding does
+not fan it out again and nobody needs ``amq.default``), persistent and confirmed, and marks the
+row replayed — who, when, why — in the same transaction; a replayed letter is refused a second
+time. The consumer's own dedup (inbox) makes a replay of a message it did process harmless.
+
+Senders (``signoff_runtime.senders``): the archive records each letter's original sender in
+``x-signoff-sender`` (believed from the queue's own consumer, else the letter's ``user_id``) and
+the broker user that wrote the letter in ``x-signoff-dead-lettered-by``. A replay is published
+with the replayer's own ``user_id`` (an operator's ``cli`` user in production) and that original
+sender, so the consumer accepts it exactly when it would have accepted the original. Bearer
+tokens are redacted before a letter is stored (``redaction``).
 """
 
 from __future__ import annotations
@@ -32,12 +39,14 @@ from faststream.message import StreamMessage
 from faststream.rabbit import Channel, RabbitQueue
 from faststream.rabbit.annotations import RabbitMessage
 from signoff_runtime.consumer import TRANSIENT
+from signoff_runtime.senders import SENDER_HEADER, Senders, broker_user
 from signoff_runtime.service import Runtime
 from signoff_runtime.topology import QUEUES, Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_reconciler import metrics
+from signoff_reconciler.redaction import redact, redact_body
 
 log = structlog.get_logger(__name__)
 QUEUE_KEYS = tuple(spec.key for spec in QUEUES)
@@ -108,9 +117,19 @@ def _int(value: Any) -> int | None:
         return None
 
 
-async def archive(engine: AsyncEngine, topology: Topology, queue_key: str, raw: Any) -> bool:
+DEAD_LETTERED_BY = "x-signoff-dead-lettered-by"
+
+
+async def archive(
+    engine: AsyncEngine, topology: Topology, queue_key: str, raw: Any, senders: Senders
+) -> bool:
     """Archive one letter; ``False`` if this letter (same queue and id) is archived already."""
-    headers = jsonable(dict(raw.headers or {}))
+    headers = redact(jsonable(dict(raw.headers or {})))
+    original = senders.original_sender(topology.spec(queue_key), raw.user_id, raw.headers)
+    headers.pop(SENDER_HEADER, None)
+    if original:
+        headers[SENDER_HEADER] = original
+    headers[DEAD_LETTERED_BY] = raw.user_id
     reason, detail, deliveries = reason_of(headers, topology.delivery_limit)
     async with engine.begin() as conn:
         row = await conn.execute(
@@ -130,7 +149,7 @@ async def archive(engine: AsyncEngine, topology: Topology, queue_key: str, raw: 
                 "mt": raw.type,
                 "cid": raw.correlation_id,
                 "ct": raw.content_type,
-                "body": bytes(raw.body),
+                "body": redact_body(bytes(raw.body)),
                 "headers": json.dumps(headers),
             },
         )
@@ -154,7 +173,7 @@ def register(runtime: Runtime, *, prefetch: int) -> None:
 
 
 def _subscribe(runtime: Runtime, key: str, prefetch: int) -> None:
-    engine, topology = runtime.engine, runtime.topology
+    engine, topology, senders = runtime.engine, runtime.topology, runtime.senders
 
     @runtime.broker.subscriber(
         RabbitQueue(topology.dlq(key), declare=False),
@@ -164,7 +183,7 @@ def _subscribe(runtime: Runtime, key: str, prefetch: int) -> None:
     )
     async def on_dead_letter(msg: RabbitMessage) -> None:
         try:
-            await archive(engine, topology, key, msg.raw_message)
+            await archive(engine, topology, key, msg.raw_message, senders)
         except Exception as exc:  # never drop a dead letter: keep it for the next try
             transient = isinstance(exc, TRANSIENT)
             if transient:
@@ -195,6 +214,17 @@ async def listing(
             {"queue": queue, "n": limit} if queue is not None else {"n": limit},
         )
         return [_letter(row) for row in rows]
+
+
+async def one(engine: AsyncEngine, letter_id: int) -> DeadLetter | None:
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                text(f"SELECT {_COLUMNS} FROM reconciler.dead_letters WHERE id = :id"),  # noqa: S608
+                {"id": letter_id},
+            )
+        ).first()
+    return None if row is None else _letter(row)
 
 
 async def replay(
@@ -247,10 +277,13 @@ async def replay(
 async def _publish(amqp_url: str, topology: Topology, letter: DeadLetter, timeout_s: float) -> None:
     headers = {k: v for k, v in letter.headers.items() if not k.startswith("x-")}
     headers["x-signoff-replay-of"] = letter.id
+    if isinstance(original := letter.headers.get(SENDER_HEADER), str):
+        headers[SENDER_HEADER] = original
     connection = await aio_pika.connect(amqp_url, timeout=timeout_s)
     async with connection:
         channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
-        await channel.default_exchange.publish(
+        replay = await channel.get_exchange(topology.name("replay"), ensure=False)
+        await replay.publish(
             aio_pika.Message(
                 letter.body,
                 delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
@@ -258,6 +291,7 @@ async def _publish(amqp_url: str, topology: Topology, letter: DeadLetter, timeou
                 correlation_id=letter.correlation_id,
                 type=letter.message_type,
                 content_type=letter.content_type,
+                user_id=broker_user(amqp_url),
                 headers=headers,
             ),
             routing_key=topology.name(letter.queue),

@@ -75,6 +75,7 @@ async def _raw(msg: StreamMessage[Any]) -> bytes:
 
 def register(runtime: Runtime, operations: Operations, checker: Checker, *, prefetch: int) -> None:
     broker, topology, engine = runtime.broker, runtime.topology, runtime.engine
+    senders = runtime.senders
 
     async def work(body: bytes) -> None:
         if await record(engine, operations, body, topology):
@@ -88,5 +89,10 @@ def register(runtime: Runtime, operations: Operations, checker: Checker, *, pref
     )
     async def on_required(msg: RabbitMessage) -> None:
         await settle(
-            msg, broker=broker, topology=topology, queue_key=QUEUE, work=lambda: work(msg.body)
+            msg,
+            broker=broker,
+            topology=topology,
+            queue_key=QUEUE,
+            senders=senders,
+            work=lambda: work(msg.body),
         )

@@ -4,8 +4,11 @@ limit) — and replayed to its queue only, once, recorded."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import aio_pika
@@ -14,12 +17,17 @@ from fastapi import FastAPI
 from signoff_contracts.ids import new_id
 from signoff_reconciler import dead_letters
 from signoff_reconciler.app import create_app
+from signoff_reconciler.cli import _letter_json, dlq_app
 from signoff_reconciler.dead_letters import ReplayRefused
+from signoff_reconciler.redaction import JWT, REDACTED
 from signoff_reconciler.settings import ReconcilerSettings
 from signoff_runtime.registry import Operations
+from signoff_runtime.settings import AuthSettings, broker_user
 from signoff_runtime.testing import wait_until
+from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy.ext.asyncio import AsyncEngine
+from typer.testing import CliRunner
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +48,11 @@ async def publish(
         channel = await connection.channel(publisher_confirms=True)
         target = await channel.get_exchange(exchange, ensure=False)
         await target.publish(
-            aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT, **props),
+            aio_pika.Message(
+                body,
+                delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                **{"user_id": broker_user(amqp_url), **props},
+            ),
             routing_key=routing_key,
             mandatory=True,
         )
@@ -178,7 +190,9 @@ async def test_a_letter_is_replayed_to_its_own_queue_once_and_recorded(
         (b'{"fixed": true}', message_id, "execution.outcome")
     ]
     headers = {k: v for k, v in back[0].headers.items() if k != "x-delivery-count"}
-    assert headers == {"x-signoff-replay-of": letter.id}  # the old reason does not travel on
+    # the old reason does not travel on; the original sender does, vouched for by the replayer
+    assert headers == {"x-signoff-replay-of": letter.id, "x-signoff-sender": broker_user(amqp_url)}
+    assert back[0].user_id == broker_user(amqp_url)
     assert back[0].delivery_mode == aio_pika.DeliveryMode.PERSISTENT
     other = await _take_all(amqp_url, topology.name("reconciler.required"))
     assert other == []  # same exchange, other binding: not fanned out
@@ -193,3 +207,70 @@ async def _take_all(amqp_url: str, queue: str) -> list[Any]:
         while (message := await source.get(no_ack=True, fail=False)) is not None:
             taken.append(message)
     return taken
+
+
+async def test_an_archived_approval_command_keeps_no_bearer_token(
+    engine: AsyncEngine,
+    amqp_url: str,
+    topology: Topology,
+    settings: ReconcilerSettings,
+    operations: Operations,
+    settings_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token = issue_token(AuthSettings(), "usr_someone", "org_someone")
+    assert JWT.fullmatch(token), "the pattern must recognise the tokens signoff issues"
+    message_id = new_id("msg")
+    body = json.dumps(
+        {"type": "approval.approve", "token": token, "proposal_id": "prp_x", "note": f"t={token}"}
+    ).encode()
+    async with archiving(settings, operations):
+        await publish(
+            amqp_url,
+            topology.name("dlx"),
+            topology.name("proposals.approvals"),
+            body,
+            message_id=message_id,
+            type="approval.approve",
+            headers={"x-signoff-reason": "invalid_message", "x-signoff-detail": f"bad {token}"},
+        )
+        [letter] = await wait_until(
+            lambda: archived(engine, "proposals.approvals", message_id), what="archived"
+        )
+
+    assert token not in letter.body.decode() and token not in json.dumps(letter.headers)
+    assert json.loads(letter.body)["token"] == REDACTED
+    assert json.loads(letter.body)["proposal_id"] == "prp_x"  # the rest is kept for operators
+    assert letter.detail is not None and token not in letter.detail
+    for variable, value in settings_env.items():
+        monkeypatch.setenv(variable, value)
+    # the command line runs its own event loop: off this one
+    shown = await asyncio.to_thread(CliRunner().invoke, dlq_app, ["show", str(letter.id)])
+    assert shown.exit_code == 0, shown.output
+    assert token not in shown.output and json.loads(shown.output)["id"] == letter.id
+    listed = await asyncio.to_thread(
+        CliRunner().invoke, dlq_app, ["list", "--json", "--queue", "proposals.approvals"]
+    )
+    assert listed.exit_code == 0 and token not in listed.output
+
+
+def test_printing_redacts_a_letter_archived_before_redaction_existed() -> None:
+    token = issue_token(AuthSettings(), "usr_someone", "org_someone")
+    old = dead_letters.DeadLetter(
+        id=1,
+        queue="proposals.approvals",
+        reason="invalid_message",
+        detail=token,
+        deliveries=1,
+        message_id="msg_1",
+        message_type="approval.approve",
+        correlation_id=None,
+        content_type="application/json",
+        body=json.dumps({"token": token}).encode(),
+        headers={"authorization": f"Bearer {token}"},
+        dead_at=datetime.now(UTC),
+        replayed_at=None,
+        replayed_by=None,
+        replay_note=None,
+    )
+    assert token not in json.dumps(_letter_json(old))

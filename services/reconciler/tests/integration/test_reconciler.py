@@ -21,6 +21,7 @@ from signoff_reconciler.checks import Checker
 from signoff_reconciler.settings import ReconcilerGroup, ReconcilerSettings
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations
+from signoff_runtime.settings import broker_user
 from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy import text
@@ -50,7 +51,10 @@ async def publish(amqp_url: str, topology: Topology, body: bytes, message_id: st
         exchange = await channel.get_exchange(topology.name("outcomes"), ensure=False)
         await exchange.publish(
             aio_pika.Message(
-                body, message_id=message_id, delivery_mode=aio_pika.DeliveryMode.PERSISTENT
+                body,
+                message_id=message_id,
+                delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                user_id=broker_user(amqp_url),
             ),
             routing_key=ROUTING_KEYS["reconciler.required"],
             mandatory=True,

@@ -4,6 +4,8 @@ FastStream's default policy rejects on *any* exception, a passing database hiccu
 (``shared/notes/dependencies.md`` §1). Subscribers here run with ``AckPolicy.MANUAL`` and hand
 their work to ``settle``, which classifies the outcome:
 
+- a message from a broker user the queue does not accept (``signoff_runtime.senders``), or with
+  no ``user_id`` at all → dead-lettered ``unexpected_sender`` before the handler runs;
 - success → ack (after the handler's transaction committed);
 - ``PermanentError`` or a message that does not parse → a copy goes to the queue's ``.dlq`` with
   headers ``x-signoff-reason`` / ``x-signoff-detail``, then the original is acked: nothing lost,
@@ -12,6 +14,9 @@ their work to ``settle``, which classifies the outcome:
   nack with requeue; each nack counts toward the quorum queue's ``x-delivery-limit``;
 - any other error → nack with requeue, and on the last delivery the message is dead-lettered
   with reason ``handler_failed`` instead, so the reason is never just "delivery limit".
+
+A dead-letter copy is published by this consumer, so it carries this consumer's ``user_id``; it
+names the message's original sender in ``x-signoff-sender`` for the archive and a later replay.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from signoff_contracts.ids import new_id
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from signoff_runtime.metrics import HANDLER_SECONDS, MESSAGES_CONSUMED, MESSAGES_DEAD_LETTERED
+from signoff_runtime.senders import SENDER_HEADER, Senders
 from signoff_runtime.topology import Topology
 
 log = structlog.get_logger(__name__)
@@ -97,9 +103,14 @@ async def dead_letter(
     msg: RabbitMessage,
     code: str,
     detail: str,
+    *,
+    senders: Senders,
 ) -> None:
     raw = msg.raw_message
     headers = dict(raw.headers or {})
+    headers.pop(SENDER_HEADER, None)
+    if original := senders.sender(raw.user_id, raw.headers):
+        headers[SENDER_HEADER] = original
     headers.update(
         {
             "x-signoff-reason": code,
@@ -118,6 +129,7 @@ async def dead_letter(
         correlation_id=raw.correlation_id,
         message_type=raw.type,
         content_type=raw.content_type,
+        user_id=senders.me,
         persist=True,
         mandatory=True,
     )
@@ -137,17 +149,23 @@ async def settle(
     broker: RabbitBroker,
     topology: Topology,
     queue_key: str,
+    senders: Senders,
     work: Callable[[], Awaitable[T]],
     backoff_s: float = 0.5,
 ) -> T | None:
     started = time.perf_counter()
     last_delivery = delivery_count(msg) + 1 >= topology.delivery_limit
+    raw = msg.raw_message
+    refusal = senders.refusal(topology.spec(queue_key), raw.user_id, raw.headers)
+    if refusal is not None:  # changes nothing: the handler never sees it
+        await _reject(msg, broker, topology, queue_key, "unexpected_sender", refusal, senders)
+        return None
     try:
         result = await work()
     except (PermanentError, ValidationError) as exc:
         code = exc.code if isinstance(exc, PermanentError) else "invalid_message"
         detail = exc.detail if isinstance(exc, PermanentError) else _validation_summary(exc)
-        await _reject(msg, broker, topology, queue_key, code, detail)
+        await _reject(msg, broker, topology, queue_key, code, detail, senders)
         return None
     except Exception as exc:
         if _is_transient(exc) and not last_delivery:
@@ -168,6 +186,7 @@ async def settle(
                 queue_key,
                 "handler_failed",
                 f"correlation_id={correlation_id}",
+                senders,
             )
         else:
             await msg.nack(requeue=True)
@@ -186,9 +205,10 @@ async def _reject(
     queue_key: str,
     code: str,
     detail: str,
+    senders: Senders,
 ) -> None:
     try:
-        await dead_letter(broker, topology, queue_key, msg, code, detail)
+        await dead_letter(broker, topology, queue_key, msg, code, detail, senders=senders)
     except Exception as exc:  # the copy did not land: let the broker try again
         log.error("message.dead_letter_failed", queue=queue_key, error=repr(exc))
         await msg.nack(requeue=True)

@@ -4,7 +4,8 @@ A state change and the message it must cause are written in one transaction (``e
 relay publishes unsent rows as persistent messages, waits for the broker's confirm, and only then
 marks them sent. A relay killed between confirm and mark-sent publishes the row again — consumers
 dedup by ``message_id`` — but a message is never lost. Publishing to a routing key with no
-binding raises (``on_return_raises``) and the row stays in the outbox with its error.
+binding raises (``on_return_raises``) and the row stays in the outbox with its error. Every
+message carries the relay's broker user in ``user_id`` (RabbitMQ checks it; consumers require it).
 
 The relay wakes on ``NOTIFY`` (sent by ``enqueue`` in the same transaction, so it fires at
 commit) and polls slowly as a safety net. Several relays may run: rows are taken with
@@ -49,6 +50,7 @@ from signoff_runtime.metrics import (
     OUTBOX_PUBLISHED,
     OUTBOX_UNSENT,
 )
+from signoff_runtime.settings import broker_user
 from signoff_runtime.topology import Topology
 
 log = structlog.get_logger(__name__)
@@ -129,6 +131,7 @@ class OutboxRelay:
         self._engine = engine
         self._table = table
         self._amqp_url = amqp_url
+        self._user = broker_user(amqp_url)
         self._topology = topology
         self._batch = batch
         self._poll_s = poll_s
@@ -259,6 +262,7 @@ class OutboxRelay:
             message_id=row.message_id,
             correlation_id=row.correlation_id,
             type=row.message_type,
+            user_id=self._user,
             headers=dict(row.headers or {}),
         )
         await exchange.publish(

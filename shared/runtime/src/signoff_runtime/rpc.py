@@ -8,7 +8,11 @@ same channel (direct reply-to requires both on one channel); answers are matched
 callers by correlation id. An answer nobody waits for any more (its caller timed out) is dropped.
 
 Requests are persistent, mandatory and confirmed: a request that no queue is bound to fails at
-once instead of waiting out its timeout. The current trace travels in the ``traceparent`` header.
+once instead of waiting out its timeout. The current trace travels in the ``traceparent`` header,
+the requester's broker user in ``user_id`` (the replier refuses a request without it). Asking
+needs no permission beyond writing to the request's exchange: RabbitMQ lets any user consume its
+own channel's reply-to pseudo-queue (checked on 3.10); it is the replier that writes to
+``amq.default``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from aio_pika.abc import (
 )
 
 from signoff_runtime import tracing
+from signoff_runtime.settings import broker_user
 
 log = structlog.get_logger(__name__)
 REPLY_TO = "amq.rabbitmq.reply-to"
@@ -40,6 +45,7 @@ class Requester:
 
     def __init__(self, amqp_url: str, *, app_id: str) -> None:
         self._url = amqp_url
+        self._user = broker_user(amqp_url)
         self._app_id = app_id
         self._connection: AbstractRobustConnection | None = None
         self._channel: AbstractChannel | None = None
@@ -104,6 +110,7 @@ class Requester:
                     type=message_type,
                     reply_to=REPLY_TO,
                     app_id=self._app_id,
+                    user_id=self._user,
                     headers=dict(tracing.headers()),
                 )
                 try:

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_runtime import logs, tracing
 from signoff_runtime.db import create_engine
+from signoff_runtime.senders import Senders
 from signoff_runtime.settings import ServiceSettings
 from signoff_runtime.topology import Topology
 
@@ -60,6 +61,11 @@ class Runtime:
             broker=broker,
             topology=Topology(settings.amqp.prefix, settings.amqp.delivery_limit),
         )
+
+    @property
+    def senders(self) -> Senders:
+        """Whom this service's consumers accept each message from (``SIGNOFF_AMQP__USERS``)."""
+        return Senders.from_settings(self.settings)
 
     async def db_ok(self) -> bool:
         async with self.engine.connect() as conn:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from typing import Literal, TypeVar
+from urllib.parse import unquote, urlsplit
 
 from pydantic import (
     BaseModel,
@@ -22,6 +23,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from signoff_runtime.topology import ROLES, Role
 
 DEV_TOKEN_SECRET = "dev-only-token-secret-do-not-deploy-0000000000"  # noqa: S105
 DEV_CONTRACT_KEY = "dev-only-contract-key-do-not-deploy-000000000"
@@ -62,6 +65,17 @@ class AmqpSettings(BaseModel):
     #: declare the whole topology at start-up; ``false`` where the broker's definitions
     #: (``deploy/rabbitmq/definitions.json``) hold it and each service's user may not
     declare_topology: bool = True
+    #: each role's broker user name(s) (``{"agent": "signoff-agent", "web": ["web-1", "web-2"]}``):
+    #: consumers accept a message only from the users of the roles allowed to send it; unset,
+    #: every role is this process's own user (one shared connection: development, tests)
+    users: dict[Role, list[str]] = Field(default_factory=dict)
+
+    @field_validator("users", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
+        return value
 
 
 class AuthSettings(BaseModel):
@@ -110,6 +124,8 @@ class UnsafeSettings(BaseModel):
     mark_sent_before_confirm: bool = False
     #: the executor runs a contract without checking its approver is still authorized
     skip_execution_authz: bool = False
+    #: consumers skip the sender check: any broker user may send any message (user_id ignored)
+    any_sender: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""
@@ -150,7 +166,29 @@ class ServiceSettings(BaseSettings):
                 raise ValueError("SIGNOFF_AUTH__SECRET must be set outside development")
             if self.contracts.signing_key.get_secret_value() == DEV_CONTRACT_KEY:
                 raise ValueError("SIGNOFF_CONTRACTS__SIGNING_KEY must be set outside development")
+            _refuse_shared_broker_users(self.amqp)
         return self
+
+
+def _refuse_shared_broker_users(amqp: AmqpSettings) -> None:
+    """In ``prod`` every role has its own broker user, and none is ``guest``: with one shared
+    user the sender check cannot tell the services apart."""
+    missing = [role for role in ROLES if role != "cli" and not amqp.users.get(role)]
+    if missing:
+        raise ValueError(
+            f"SIGNOFF_AMQP__USERS must name the broker user of every role in prod "
+            f"(missing: {', '.join(missing)})"
+        )
+    named = [user for role in ROLES for user in amqp.users.get(role, [])]
+    if len(named) != len(set(named)):
+        raise ValueError("SIGNOFF_AMQP__USERS: each role needs its own broker user(s) in prod")
+    if "guest" in named or broker_user(amqp.url) == "guest":
+        raise ValueError("SIGNOFF_AMQP__USERS / SIGNOFF_AMQP__URL: 'guest' is refused in prod")
+
+
+def broker_user(amqp_url: str) -> str:
+    """The user an AMQP URL authenticates as (aio-pika's default ``guest`` if it names none)."""
+    return unquote(urlsplit(amqp_url).username or "guest")
 
 
 S = TypeVar("S", bound=BaseSettings)

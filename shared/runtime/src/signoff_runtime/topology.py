@@ -16,6 +16,11 @@ import aio_pika
 from faststream.rabbit import ExchangeType, QueueType, RabbitExchange, RabbitQueue
 
 ExchangeKind = Literal["direct", "topic"]
+#: the broker users' roles; ``SIGNOFF_AMQP__USERS`` maps each to its user name(s)
+Role = Literal["agent", "proposals", "executor", "reconciler", "web", "cli"]
+ROLES: tuple[Role, ...] = ("agent", "proposals", "executor", "reconciler", "web", "cli")
+#: who may replay an archived dead letter, vouching for its original sender (``x-signoff-sender``)
+REPLAYERS: tuple[Role, ...] = ("cli",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +29,8 @@ class QueueSpec:
     exchange: str  # short exchange name
     routing_key: str
     purpose: str
+    consumer: Role
+    senders: tuple[Role, ...]  # whose broker users may send to this queue
     extra_keys: tuple[str, ...] = ()  # further bindings on the same exchange
 
 
@@ -33,29 +40,84 @@ EXCHANGES: dict[str, ExchangeKind] = {
     "outcomes": "direct",  # outcomes and reconciliation requests
     "events": "topic",  # proposal and pause-point facts, fanned out by topic
     "dlx": "direct",  # dead letters, routed by the original queue's name
+    "replay": "direct",  # replayed dead letters, routed by the original queue's name
 }
 
 QUEUES: tuple[QueueSpec, ...] = (
-    QueueSpec("proposals.requests", "commands", "proposal.requested", "store resolved proposals"),
-    QueueSpec("proposals.approvals", "commands", "approval.command", "approve/decline/revise"),
-    QueueSpec("proposals.pause-points", "commands", "pause_point.requested", "store pause points"),
-    QueueSpec("proposals.outcomes", "outcomes", "execution.outcome", "record outcomes"),
+    QueueSpec(
+        "proposals.requests",
+        "commands",
+        "proposal.requested",
+        "store resolved proposals",
+        consumer="proposals",
+        senders=("agent",),
+    ),
+    QueueSpec(
+        "proposals.approvals",
+        "commands",
+        "approval.command",
+        "approve/decline/revise",
+        consumer="proposals",
+        senders=("web", "cli"),
+    ),
+    QueueSpec(
+        "proposals.pause-points",
+        "commands",
+        "pause_point.requested",
+        "store pause points",
+        consumer="proposals",
+        senders=("agent",),
+    ),
+    QueueSpec(
+        "proposals.outcomes",
+        "outcomes",
+        "execution.outcome",
+        "record outcomes",
+        consumer="proposals",
+        # the reconciler also carries operators' verdicts (``signoff reconcile --resolve``)
+        senders=("executor", "reconciler"),
+    ),
     QueueSpec(
         "proposals.reconciliation",
         "outcomes",
         "execution.reconciliation_checked",
         "record each reconciliation check for the status page",
+        consumer="proposals",
+        senders=("reconciler",),
     ),
-    QueueSpec("executor.contracts", "contracts", "execution.contract", "run contracts"),
-    QueueSpec("reconciler.required", "outcomes", "execution.reconciliation_required", "reconcile"),
+    QueueSpec(
+        "executor.contracts",
+        "contracts",
+        "execution.contract",
+        "run contracts",
+        consumer="executor",
+        senders=("proposals",),
+    ),
+    QueueSpec(
+        "reconciler.required",
+        "outcomes",
+        "execution.reconciliation_required",
+        "reconcile",
+        consumer="reconciler",
+        senders=("executor",),
+    ),
     QueueSpec(
         "agent.events",
         "events",
         "proposal.#",
         "hand outcomes and pause-point resolutions back to conversations",
+        consumer="agent",
+        senders=("proposals",),
         extra_keys=("pause_point.#",),
     ),
-    QueueSpec("agent.resolve", "commands", "revision.resolve", "resolve revised requests"),
+    QueueSpec(
+        "agent.resolve",
+        "commands",
+        "revision.resolve",
+        "resolve revised requests",
+        consumer="agent",
+        senders=("proposals",),
+    ),
 )
 
 ROUTING_KEYS = {spec.key: spec.routing_key for spec in QUEUES}
@@ -115,6 +177,7 @@ class Topology:
             )
             for key in (spec.routing_key, *spec.extra_keys):
                 await queue.bind(exchanges[spec.exchange], routing_key=key)
+            await queue.bind(exchanges["replay"], routing_key=self.name(spec.key))
             dlq = await channel.declare_queue(
                 self.dlq(spec.key), durable=True, arguments={"x-queue-type": "quorum"}
             )

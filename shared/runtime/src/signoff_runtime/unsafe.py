@@ -23,6 +23,7 @@ from signoff_contracts.v1 import Envelope
 
 from signoff_runtime import tracing
 from signoff_runtime.service import Runtime
+from signoff_runtime.settings import broker_user
 
 log = structlog.get_logger(__name__)
 
@@ -48,6 +49,7 @@ class DirectPublisher:
 
     def __init__(self, amqp_url: str) -> None:
         self._amqp_url = amqp_url
+        self._user = broker_user(amqp_url)
         self._connection: aio_pika.abc.AbstractRobustConnection | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
         self._lock = asyncio.Lock()
@@ -104,6 +106,7 @@ class DirectPublisher:
                     message_id=message.message_id,
                     correlation_id=message.correlation_id,
                     type=message.type,
+                    user_id=self._user,
                     headers={**tracing.headers(), **(headers or {})},
                 ),
                 routing_key=routing_key,
