@@ -1,21 +1,22 @@
 """Settings shared by every service, read from ``SIGNOFF_*`` environment variables.
 
 Nested groups use ``__``: ``SIGNOFF_DB__URL``, ``SIGNOFF_AMQP__PREFIX``. Each service subclasses
-``ServiceSettings`` and adds its own group. Outside development, placeholder secrets are refused
-at start-up rather than discovered in production; so is any negative-control switch
-(``SIGNOFF_UNSAFE__*``) outside ``SIGNOFF_ENV=test``. ``load`` turns such a refusal into one clear
+``ServiceSettings`` and adds its own groups (the key groups of ``key_settings`` only where it
+needs them). With ``SIGNOFF_ENV=prod``, every group that holds a secret or key refuses a
+placeholder, a value too short, or one committed in this repository (``secret_policy``), at start-up
+rather than in production; any negative-control switch (``SIGNOFF_UNSAFE__*``) is refused
+outside ``SIGNOFF_ENV=test``. ``load`` turns such a refusal into one clear
 line on stderr and a non-zero exit instead of a traceback.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import (
     BaseModel,
     Field,
-    SecretStr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -23,14 +24,43 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEV_TOKEN_SECRET = "dev-only-token-secret-do-not-deploy-0000000000"  # noqa: S105
-DEV_CONTRACT_KEY = "dev-only-contract-key-do-not-deploy-000000000"
+from signoff_runtime import secret_policy
+from signoff_runtime.key_settings import (
+    AuthSettings,
+    ContractSigningSettings,
+    ContractVerifyingSettings,
+    IssuerSettings,
+)
+
+__all__ = [
+    "AmqpSettings",
+    "AuthSettings",
+    "ContractSigningSettings",
+    "ContractVerifyingSettings",
+    "DatabaseSettings",
+    "IssuerSettings",
+    "LimitsSettings",
+    "ServiceSettings",
+    "UnsafeSettings",
+    "load",
+    "refusals",
+]
+
+
+@runtime_checkable
+class ProdChecked(Protocol):
+    """A settings group that knows which of its values production refuses."""
+
+    def prod_refusals(self) -> list[str]: ...
 
 
 class DatabaseSettings(BaseModel):
     url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/signoff"
     pool_size: int = Field(default=10, ge=1, le=200)
     statement_timeout_ms: int = Field(default=15_000, ge=100)
+
+    def prod_refusals(self) -> list[str]:
+        return secret_policy.url_refusals("SIGNOFF_DB__URL", self.url)
 
 
 class AmqpSettings(BaseModel):
@@ -44,24 +74,8 @@ class AmqpSettings(BaseModel):
     #: (``deploy/rabbitmq/definitions.json``) hold it and each service's user may not
     declare_topology: bool = True
 
-
-class AuthSettings(BaseModel):
-    secret: SecretStr = SecretStr(DEV_TOKEN_SECRET)
-    issuer: str = "signoff"
-    audience: str = "signoff"
-    token_ttl_s: int = Field(default=3600, ge=30)
-    #: an external OpenID Connect issuer's key set; when set, only its tokens are accepted
-    #: (signed with one of ``jwks_algorithms``, never HS256 — see docs/security.md)
-    jwks_url: str | None = None
-    jwks_algorithms: list[str] = Field(default_factory=lambda: ["RS256"], min_length=1)
-    #: the claim naming the person's organization (an issuer may call it otherwise)
-    org_claim: str = Field(default="org", min_length=1)
-
-
-class ContractSettings(BaseModel):
-    signing_key: SecretStr = SecretStr(DEV_CONTRACT_KEY)
-    #: how long after the claim an executor may still start a contract
-    execute_within_s: int = Field(default=300, ge=1)
+    def prod_refusals(self) -> list[str]:
+        return secret_policy.url_refusals("SIGNOFF_AMQP__URL", self.url)
 
 
 class LimitsSettings(BaseModel):
@@ -89,6 +103,8 @@ class UnsafeSettings(BaseModel):
     publish_without_outbox: bool = False
     #: the outbox relay commits rows as sent before the broker confirms their publish
     mark_sent_before_confirm: bool = False
+    #: token checks ignore the audience: an agent-audience token approves a proposal
+    accept_any_audience: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""
@@ -96,6 +112,9 @@ class UnsafeSettings(BaseModel):
 
 
 class ServiceSettings(BaseSettings):
+    """What every service reads. ``SIGNOFF_ENV`` defaults to ``dev`` here (libraries, tests and
+    the operator's CLI commands); ``signoff serve`` itself refuses to start without it."""
+
     model_config = SettingsConfigDict(
         env_prefix="SIGNOFF_", env_nested_delimiter="__", extra="ignore", env_file=None
     )
@@ -106,7 +125,6 @@ class ServiceSettings(BaseSettings):
     db: DatabaseSettings = DatabaseSettings()
     amqp: AmqpSettings = AmqpSettings()
     auth: AuthSettings = AuthSettings()
-    contracts: ContractSettings = ContractSettings()
     limits: LimitsSettings = LimitsSettings()
     unsafe: UnsafeSettings = UnsafeSettings()
 
@@ -123,12 +141,18 @@ class ServiceSettings(BaseSettings):
         return unsafe
 
     @model_validator(mode="after")
-    def _refuse_placeholders(self) -> ServiceSettings:
+    def _refuse_unsafe_production(self) -> ServiceSettings:
+        # the switch travels with the auth group, the only place tokens are checked from
+        self.auth._accept_any_audience = self.unsafe.accept_any_audience
         if self.env == "prod":
-            if self.auth.secret.get_secret_value() == DEV_TOKEN_SECRET:
-                raise ValueError("SIGNOFF_AUTH__SECRET must be set outside development")
-            if self.contracts.signing_key.get_secret_value() == DEV_CONTRACT_KEY:
-                raise ValueError("SIGNOFF_CONTRACTS__SIGNING_KEY must be set outside development")
+            found = [
+                line
+                for name in type(self).model_fields
+                if isinstance(group := getattr(self, name), ProdChecked)
+                for line in group.prod_refusals()
+            ]
+            if found:
+                raise ValueError("; ".join(found))
         return self
 
 
