@@ -10,10 +10,17 @@ without processes in ``shared/runtime/tests/test_unsafe_switches.py``.)
 from __future__ import annotations
 
 import asyncio
+import json
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from signoff_runtime import keys
 from signoff_runtime.testing.processes import ServiceProcess, service
 
 pytestmark = pytest.mark.integration
@@ -29,14 +36,38 @@ REFUSALS = {
 
 
 def _production(settings_env: dict[str, str]) -> dict[str, str]:
-    """A production environment that is otherwise acceptable (no placeholder secret)."""
+    """A production environment that is otherwise acceptable: keys made for this run (never a
+    committed one), a real session secret, and a broker password that is not ``guest``."""
+    _, token_private, token_public = keys.generate()
+    _, contract_private, contract_public = keys.generate()
     return {
         **settings_env,
         "SIGNOFF_ENV": "prod",
-        "SIGNOFF_AUTH__SECRET": "negative-control-test-token-secret-000000000000",
-        "SIGNOFF_CONTRACTS__SIGNING_KEY": "negative-control-test-contract-key-0000000000",
-        "SIGNOFF_WEB__SESSION_SECRET": "negative-control-test-session-secret-00000000",
+        "SIGNOFF_AMQP__URL": f"amqp://signoff:{secrets.token_urlsafe(18)}@127.0.0.1:5672/",
+        "SIGNOFF_AUTH__PUBLIC_KEYS": json.dumps({"t1": token_public}),
+        "SIGNOFF_AUTH__PRIVATE_KEY": token_private,
+        "SIGNOFF_AUTH__KEY_ID": "t1",
+        "SIGNOFF_CONTRACTS__SIGNING_KEY": contract_private,
+        "SIGNOFF_CONTRACTS__VERIFY_KEYS": json.dumps({"c1": contract_public}),
+        "SIGNOFF_WEB__SESSION_SECRET": secrets.token_urlsafe(32),
     }
+
+
+@pytest.fixture
+def broker_user(amqp_url: str) -> Iterator[str]:
+    """A broker user with a real password (production refuses ``guest``), as ``amqp_url``."""
+    if shutil.which("rabbitmqctl") is None:
+        pytest.skip("needs rabbitmqctl to make a broker user")
+    name, password = f"neg-{secrets.token_hex(4)}", secrets.token_urlsafe(18)
+
+    def ctl(*args: str) -> None:
+        subprocess.run(["rabbitmqctl", "-q", *args], check=True, capture_output=True, timeout=60)
+
+    ctl("add_user", name, password)
+    ctl("set_permissions", "-p", "/", name, ".*", ".*", ".*")
+    parts = urlsplit(amqp_url)
+    yield f"amqp://{name}:{password}@{parts.hostname}:{parts.port or 5672}/"
+    ctl("delete_user", name)
 
 
 def _exit(process: ServiceProcess, timeout: float = 60.0) -> int:
@@ -80,9 +111,10 @@ async def test_signoff_serve_executor_refuses_a_switch_outside_test(
 
 
 async def test_without_a_switch_the_same_production_environment_starts(
-    settings_env: dict[str, str], tmp_path: Path
+    settings_env: dict[str, str], broker_user: str, tmp_path: Path
 ) -> None:
-    process = service("executor", _production(settings_env), tmp_path)
+    env = {**_production(settings_env), "SIGNOFF_AMQP__URL": broker_user}
+    process = service("executor", env, tmp_path)
     process.start()
     try:
         await asyncio.to_thread(process.wait_healthy, 60.0)

@@ -52,7 +52,7 @@ def _executor(
         engine=engine,
         topology=topology,
         operations=operations,
-        signing_key=contracts.KEY,
+        verifying=contracts.VERIFYING,
         providers=Providers(),
         perform_timeout_s=5.0,
         direct=direct,

@@ -123,11 +123,17 @@ def cache_for(
     miss_s: float = 30.0,
     timeout_s: float = 5.0,
     transport: httpx.AsyncBaseTransport | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> JwksCache:
     """The process's one cache for a key set (the first call's options make it)."""
     found = _caches.get(url)
     if found is None:
         found = _caches[url] = JwksCache(
-            url, cache_s=cache_s, miss_s=miss_s, timeout_s=timeout_s, transport=transport
+            url,
+            cache_s=cache_s,
+            miss_s=miss_s,
+            timeout_s=timeout_s,
+            transport=transport,
+            clock=clock,
         )
     return found
