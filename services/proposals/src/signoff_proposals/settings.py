@@ -38,6 +38,7 @@ class ProposalsGroup(BaseModel):
 
 
 class ProposalsSettings(ServiceSettings):
+    checks_tokens = True
     proposals: ProposalsGroup = ProposalsGroup()
     #: the contract signing key: this service alone holds it
     contracts: ContractSigningSettings = ContractSigningSettings()

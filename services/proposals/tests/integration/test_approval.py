@@ -252,9 +252,7 @@ def _bad_tokens(service, user: str, org: str) -> dict[str, str | None]:
         "wrong_issuer": jwt.encode({**claims, "iss": "someone-else"}, dev, "EdDSA", kid),
         "alg_none": _unsigned({"alg": "none", "typ": "JWT", **kid}, claims),
         "hs256_public_key": _hs256_with_the_public_key(claims),
-        "no_org": jwt.encode(
-            {k: v for k, v in claims.items() if k != "org"}, dev, "EdDSA", kid
-        ),
+        "no_org": jwt.encode({k: v for k, v in claims.items() if k != "org"}, dev, "EdDSA", kid),
     }
 
 

@@ -104,10 +104,10 @@ class IssuerSettings(AuthSettings):
         return keys.signing_kid(self.private_key.get_secret_value(), self.key_id)
 
     def prod_refusals(self) -> list[str]:
-        out = super().prod_refusals()
+        # an issuer signs; which keys it would trust does not matter (it checks no token)
         if self.private_key.get_secret_value().strip() in keys.DEV_ONLY_KEYS:
-            out.append("SIGNOFF_AUTH__PRIVATE_KEY is the committed dev-only token key")
-        return out
+            return ["SIGNOFF_AUTH__PRIVATE_KEY is the committed dev-only token key"]
+        return []
 
 
 class ContractSigningSettings(BaseModel):

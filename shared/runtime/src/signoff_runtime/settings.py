@@ -12,7 +12,7 @@ line on stderr and a non-zero exit instead of a traceback.
 from __future__ import annotations
 
 import sys
-from typing import Literal, Protocol, TypeVar, runtime_checkable
+from typing import ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -60,6 +60,9 @@ class DatabaseSettings(BaseModel):
     statement_timeout_ms: int = Field(default=15_000, ge=100)
 
     def prod_refusals(self) -> list[str]:
+        # the default (a local server, no password) is no committed secret; a URL set is checked
+        if "url" not in self.model_fields_set:
+            return []
         return secret_policy.url_refusals("SIGNOFF_DB__URL", self.url)
 
 
@@ -75,6 +78,10 @@ class AmqpSettings(BaseModel):
     declare_topology: bool = True
 
     def prod_refusals(self) -> list[str]:
+        # the default's ``guest`` only reaches a broker on this host (RabbitMQ refuses it from
+        # elsewhere): commands that never use the broker need not set one; a URL set is checked
+        if "url" not in self.model_fields_set:
+            return []
         return secret_policy.url_refusals("SIGNOFF_AMQP__URL", self.url)
 
 
@@ -119,6 +126,11 @@ class ServiceSettings(BaseSettings):
         env_prefix="SIGNOFF_", env_nested_delimiter="__", extra="ignore", env_file=None
     )
 
+    #: set by the services that check bearer tokens (agent, proposals): production refuses
+    #: their trusting the committed dev-only token key. The others never check a token, so
+    #: they need no ``SIGNOFF_AUTH__*`` at all.
+    checks_tokens: ClassVar[bool] = False
+
     env: Literal["dev", "test", "prod"] = "dev"
     log_level: str = "INFO"
     log_json: bool = True
@@ -145,10 +157,14 @@ class ServiceSettings(BaseSettings):
         # the switch travels with the auth group, the only place tokens are checked from
         self.auth._accept_any_audience = self.unsafe.accept_any_audience
         if self.env == "prod":
+            # an issuer's auth group checks its private key; a verifier's, the keys it trusts
+            skip = (
+                set() if self.checks_tokens or isinstance(self.auth, IssuerSettings) else {"auth"}
+            )
             found = [
                 line
                 for name in type(self).model_fields
-                if isinstance(group := getattr(self, name), ProdChecked)
+                if name not in skip and isinstance(group := getattr(self, name), ProdChecked)
                 for line in group.prod_refusals()
             ]
             if found:
