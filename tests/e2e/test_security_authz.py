@@ -18,9 +18,9 @@ import jwt
 import pytest
 from e2e_stack import Stack
 from faststream.rabbit import RabbitBroker
+from pydantic import SecretStr
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ApprovalReply, ApproveProposal, DeclineProposal
-from pydantic import SecretStr
 from signoff_runtime import keys
 from signoff_runtime.settings import AuthSettings, IssuerSettings
 from signoff_runtime.tokens import issue_token

@@ -18,8 +18,8 @@ from signoff_contracts.v1 import ExecutionContract
 from signoff_runtime import keys
 from signoff_runtime.settings import ContractVerifyingSettings
 from signoff_runtime.signing import verify
-from signoff_runtime.tokens import AGENT_AUDIENCE, PROPOSALS_AUDIENCE
 from signoff_runtime.testing import wait_until
+from signoff_runtime.tokens import AGENT_AUDIENCE, PROPOSALS_AUDIENCE
 from sqlalchemy import text
 
 pytestmark = pytest.mark.integration
