@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import jwt
 import pytest
+import structlog
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from signoff_runtime import jwks
@@ -35,6 +36,12 @@ from signoff_runtime.tokens import (
 )
 
 ISSUER = "https://idp.example"
+
+
+@pytest.fixture(autouse=True)
+def _plain_logs() -> None:
+    """A fetch failure is logged: to a stream that exists, whatever an earlier test configured."""
+    structlog.reset_defaults()
 
 
 @pytest.fixture(scope="module")

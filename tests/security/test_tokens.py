@@ -206,9 +206,12 @@ def test_the_keys_and_tokens_never_reach_a_log_line(capsys: pytest.CaptureFixtur
     logs.configure("security-test")
     token = issue_token(LOCAL, "usr_1", "org_1")
     private = keys.DEV_ONLY_TOKEN_PRIVATE_KEY
-    structlog.get_logger("t").info(
-        "careless", token=token, private_key=private, signing_key=private, card="4242"
-    )
-    err = capsys.readouterr().err
+    try:
+        structlog.get_logger("t").info(
+            "careless", token=token, private_key=private, signing_key=private, card="4242"
+        )
+        err = capsys.readouterr().err
+    finally:
+        structlog.reset_defaults()  # the configured logger writes to this test's captured stderr
     assert "careless" in err
     assert token not in err and private not in err and "4242" not in err
