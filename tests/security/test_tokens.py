@@ -215,3 +215,16 @@ def test_the_keys_and_tokens_never_reach_a_log_line(capsys: pytest.CaptureFixtur
         structlog.reset_defaults()  # the configured logger writes to this test's captured stderr
     assert "careless" in err
     assert token not in err and private not in err and "4242" not in err
+
+
+def test_signoff_keys_generate_prints_a_pair_the_settings_accept() -> None:
+    from signoff_cli.main import app
+    from typer.testing import CliRunner
+
+    done = CliRunner().invoke(app, ["keys", "generate", "--kid", "2026-07"])
+    assert done.exit_code == 0, done.output
+    pair = json.loads(done.stdout)
+    issuer = IssuerSettings(private_key=SecretStr(pair["private_key"]), key_id=pair["kid"])
+    services = AuthSettings(public_keys={pair["kid"]: pair["public_key"]})
+    token = issue_token(issuer, "usr_1", "org_1", audience=PROPOSALS_AUDIENCE)
+    assert verify_token(services, token, audience=PROPOSALS_AUDIENCE).sub == "usr_1"
