@@ -239,7 +239,7 @@ async def test_algorithm_confusion_and_local_tokens_are_refused_when_jwks_is_on(
     refused = {
         "hs256-with-public-key": confused,
         "local-eddsa": issue_token(AuthSettings(issuer=ISSUER), "usr_1", "org_9"),
-        "none": jwt.encode(idp_claims(), None, algorithm="none", headers={"kid": "k1"}),
+        "none": jwt.encode(idp_claims(), "", algorithm="none", headers={"kid": "k1"}),
         "other-key": signed(other_key),
         "unknown-kid": signed(rsa_key, kid="k2"),
         "expired": signed(rsa_key, exp=int(time.time()) - 5),

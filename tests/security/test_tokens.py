@@ -60,7 +60,7 @@ def _other_key() -> Any:
 
 
 REFUSED = {
-    "none": jwt.encode(claims(), None, algorithm="none", headers=KID),
+    "none": jwt.encode(claims(), "", algorithm="none", headers=KID),
     "hs256-public-key": hs256_with_the_public_key(claims()),
     "hs256-secret": jwt.encode(claims(), "s" * 48, algorithm="HS256", headers=KID),
     "other-key-trusted-kid": jwt.encode(claims(), _other_key(), algorithm="EdDSA", headers=KID),
