@@ -3,7 +3,8 @@
 Each group is declared only by the services that need it, so a service's configuration cannot
 hold a key it has no use for (the agent, reconciler and web read no contract key at all):
 
-- ``AuthSettings`` (every HTTP/AMQP service): the issuers' *public* keys, or a JWKS URL;
+- ``AuthSettings`` (every service; used by those that check tokens — agent, proposals): the
+  issuers' *public* keys, or an external issuer's JWKS URL;
 - ``IssuerSettings`` (the web, ``signoff token``): the same plus the token *private* key;
 - ``ContractSigningSettings`` (the proposals service): the contract *private* key;
 - ``ContractVerifyingSettings`` (executors): the contracts' *public* keys.
