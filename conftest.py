@@ -2,7 +2,8 @@
 
 At the end of every session, every log file the tests' processes wrote (the services started by
 end-to-end tests, ``make run`` in a clone, the benchmark) is scanned for bearer tokens, the
-configured secrets and card numbers. One leak fails the session, whichever test caused it.
+dev-only private keys (of tokens and contracts: what every test stack signs with) and card
+numbers. One leak fails the session, whichever test caused it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from signoff_runtime.settings import DEV_CONTRACT_KEY, DEV_TOKEN_SECRET
+from signoff_runtime.keys import DEV_ONLY_PRIVATE_KEYS
 
 _JWT = re.compile(r"eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}")
 _PAN = re.compile(r"(?<![\w.])\d{15,16}(?![\w.])")
@@ -26,7 +27,7 @@ def _luhn(number: str) -> bool:
 
 def leaks(text: str) -> list[str]:
     found = [f"bearer token {m.group()[:12]}…" for m in _JWT.finditer(text)]
-    found += [f"secret {s[:8]}…" for s in (DEV_TOKEN_SECRET, DEV_CONTRACT_KEY) if s in text]
+    found += [f"private key {s[:6]}…" for s in DEV_ONLY_PRIVATE_KEYS if s in text]
     found += [f"card-like number {m.group()[:4]}…" for m in _PAN.finditer(text) if _luhn(m.group())]
     return found
 

@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 from deploy_files import DEPLOY, ROOT, compose
 from kustomize_render import render
+from kustomize_render import target as target_dir
 from pydantic import BaseModel
 from pydantic_settings import BaseSettings
 from signoff_agent.settings import AgentSettings
@@ -121,7 +122,7 @@ def test_every_environment_variable_is_a_setting() -> None:
     for name, svc in _signoff_services().items():
         named[f"compose:{name}"] = set(svc.get("environment", {}))
     for target in ("base", "overlays/example"):
-        for doc in render(DEPLOY / "k8s" / target):
+        for doc in render(target_dir(target)):
             if doc["kind"] == "ConfigMap":
                 named[f"k8s:{doc['metadata']['name']}"] = set(doc["data"])
             for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
@@ -184,3 +185,10 @@ def test_dockerfiles_are_multi_stage_non_root_and_hashed() -> None:
         text = (DEPLOY / "docker" / f"{name}.Dockerfile").read_text()
         assert text.count("FROM ") == 2 and "--require-hashes" in text and "--no-deps" in text
         assert "\nUSER 10001" in text
+
+
+def test_the_broker_management_port_is_reachable_from_this_host_only() -> None:
+    """Its users (guest in compose, the service users) must not be exposed beyond localhost."""
+    ports = [str(p) for p in compose()["services"]["rabbitmq"].get("ports", [])]
+    assert ports, "the management UI is published for people on this host"
+    assert all(p.startswith("127.0.0.1:") for p in ports), ports

@@ -12,7 +12,7 @@ import pytest
 from e2e_stack import Stack
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
-from signoff_runtime.settings import ContractSettings
+from signoff_runtime.settings import ContractSigningSettings
 from signoff_runtime.signing import sign
 from signoff_runtime.testing import wait_until
 from sqlalchemy import text
@@ -203,7 +203,7 @@ def _contract(org: dict[str, Any], proposal_id: str, **changes: Any) -> Executio
 
 async def test_forged_unknown_and_late_contracts_never_execute(stack: Stack) -> None:
     org = (await stack.seed())["organizations"][0]
-    key = ContractSettings().signing_key
+    key = ContractSigningSettings()
     dead_before = await _dead(stack, "executor.contracts")
     forged = _contract(org, new_id("prp"), signature="0" * 64)
     tampered = sign(_contract(org, new_id("prp")), key).model_copy(

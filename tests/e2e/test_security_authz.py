@@ -18,9 +18,11 @@ import jwt
 import pytest
 from e2e_stack import Stack
 from faststream.rabbit import RabbitBroker
+from pydantic import SecretStr
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ApprovalReply, ApproveProposal, DeclineProposal
-from signoff_runtime.settings import AuthSettings, broker_user
+from signoff_runtime import keys
+from signoff_runtime.settings import AuthSettings, IssuerSettings, broker_user
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import ROUTING_KEYS
 
@@ -171,8 +173,9 @@ async def world(stack: Stack) -> dict[str, Any]:
 
 
 def forged_token(org: dict[str, Any]) -> str:
-    """A's manager, signed with a secret that is not the service's."""
-    other = AuthSettings(secret="not-the-secret-0000000000000000000000000000000")  # type: ignore[arg-type]
+    """A's manager, signed with a key that is not the issuer's (under the issuer's kid)."""
+    _, private, _ = keys.generate()
+    other = IssuerSettings(private_key=SecretStr(private), key_id=keys.DEV_ONLY_TOKEN_KID)
     return issue_token(other, org["users"]["manager"]["id"], org["id"])
 
 
@@ -181,10 +184,10 @@ def unsigned_token(org: dict[str, Any]) -> str:
         "sub": org["users"]["manager"]["id"],
         "org": org["id"],
         "iss": "signoff",
-        "aud": "signoff",
+        "aud": ["signoff-agent", "signoff-proposals"],
         "exp": 4_000_000_000,
     }
-    return jwt.encode(claims, None, algorithm="none")
+    return jwt.encode(claims, None, algorithm="none", headers={"kid": keys.DEV_ONLY_TOKEN_KID})
 
 
 async def call(stack: Stack, rule: Rule, world: dict[str, Any], token: str | None) -> Any:
@@ -329,10 +332,8 @@ async def test_zz_no_service_log_holds_a_token_a_secret_or_a_card_number(
     """Runs last in the module: every service's log so far, against what this module issued."""
     import re
 
-    from signoff_runtime.settings import DEV_CONTRACT_KEY, DEV_TOKEN_SECRET
-
     card = re.compile(r"\b(?:\d[ -]?){13,19}\b")
-    secrets = [DEV_TOKEN_SECRET, DEV_CONTRACT_KEY, world["manager"], world["viewer"]]
+    secrets = [*keys.DEV_ONLY_PRIVATE_KEYS, world["manager"], world["viewer"]]
     secrets.append(world["stranger"])
     logs = sorted(stack.log_dir.glob("*"))
     assert logs, "the stack writes its logs there"

@@ -22,7 +22,8 @@ from faults_stack import FaultStack
 from pydantic import SecretStr
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
-from signoff_runtime.settings import ContractSettings
+from signoff_runtime import keys
+from signoff_runtime.settings import ContractSigningSettings
 from signoff_runtime.signing import sign
 from signoff_runtime.testing import wait_until
 
@@ -287,14 +288,22 @@ def _forged_contract(case: Case, **changes: Any) -> ExecutionContract:
     return ExecutionContract(**fields)
 
 
+def _stranger() -> ContractSigningSettings:
+    """A signing key no executor trusts, announcing the trusted key's id."""
+    _, private, _ = keys.generate()
+    return ContractSigningSettings(
+        signing_key=SecretStr(private), key_id=keys.DEV_ONLY_CONTRACT_KID
+    )
+
+
 async def _forge(run: Run, case: Case) -> None:
     """Four forgeries for a case nobody approved: unsigned, signed with another key, signed then
     altered, and genuine but late. None may refund anything."""
-    key = ContractSettings().signing_key
+    key = ContractSigningSettings()
     altered = sign(_forged_contract(case), key)
     forgeries = [
         _forged_contract(case, signature="0" * 64),
-        sign(_forged_contract(case), SecretStr("not-the-key-" * 4)),
+        sign(_forged_contract(case), _stranger()),
         altered.model_copy(update={"arguments": {**altered.arguments, "amount_cents": 9_999}}),
         sign(_forged_contract(case, execute_by=datetime.now(UTC) - timedelta(seconds=1)), key),
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from signoff_runtime import keys
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.tokens import issue_token
 
@@ -18,10 +19,12 @@ _spec.loader.exec_module(repo_conftest)
 
 def test_a_token_a_secret_and_a_card_number_are_found() -> None:
     token = issue_token(AuthSettings(), "usr_1", "org_1")
-    secret = AuthSettings().secret.get_secret_value()
-    text = f"a {token} b\nkey={secret}\npan 4242424242424242 end"
+    text = (
+        f"a {token} b\nkey={keys.DEV_ONLY_TOKEN_PRIVATE_KEY}\n"
+        f"contract={keys.DEV_ONLY_CONTRACT_PRIVATE_KEY}\npan 4242424242424242 end"
+    )
     found = repo_conftest.leaks(text)
-    assert len(found) == 3, found
+    assert len(found) == 4, found
 
 
 def test_ids_timestamps_and_amounts_are_not_leaks() -> None:

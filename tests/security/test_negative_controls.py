@@ -10,11 +10,14 @@ without processes in ``shared/runtime/tests/test_unsafe_switches.py``.)
 from __future__ import annotations
 
 import asyncio
+import json
+import secrets
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+from signoff_runtime import keys
 from signoff_runtime.testing.processes import ServiceProcess, service
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))  # e2e_broker_users
@@ -34,13 +37,20 @@ REFUSALS = {
 
 
 def _production(settings_env: dict[str, str]) -> dict[str, str]:
-    """A production environment that is otherwise acceptable (no placeholder secret)."""
+    """A production environment that is otherwise acceptable: keys made for this run (never a
+    committed one), a real session secret, and a broker password that is not ``guest``."""
+    _, token_private, token_public = keys.generate()
+    _, contract_private, contract_public = keys.generate()
     return {
         **settings_env,
         "SIGNOFF_ENV": "prod",
-        "SIGNOFF_AUTH__SECRET": "negative-control-test-token-secret-000000000000",
-        "SIGNOFF_CONTRACTS__SIGNING_KEY": "negative-control-test-contract-key-0000000000",
-        "SIGNOFF_WEB__SESSION_SECRET": "negative-control-test-session-secret-00000000",
+        "SIGNOFF_AMQP__URL": f"amqp://signoff:{secrets.token_urlsafe(18)}@127.0.0.1:5672/",
+        "SIGNOFF_AUTH__PUBLIC_KEYS": json.dumps({"t1": token_public}),
+        "SIGNOFF_AUTH__PRIVATE_KEY": token_private,
+        "SIGNOFF_AUTH__KEY_ID": "t1",
+        "SIGNOFF_CONTRACTS__SIGNING_KEY": contract_private,
+        "SIGNOFF_CONTRACTS__VERIFY_KEYS": json.dumps({"c1": contract_public}),
+        "SIGNOFF_WEB__SESSION_SECRET": secrets.token_urlsafe(32),
     }
 
 

@@ -1,23 +1,38 @@
-"""Tokens: signature, expiry, audience, issuer, a fixed algorithm; an external issuer's JWKS."""
+"""Tokens: EdDSA with a ``kid``, one audience per API, only an issuer can sign, keys rotate.
+
+Every forgery a service could be handed is refused (``alg=none``, HS256 — one "signed" with the
+public key too —, another key under a trusted ``kid``, an unknown ``kid``, a wrong audience,
+issuer or expiry); a service's own settings cannot sign; during a rotation both keys verify.
+An external issuer's key set (JWKS) is fetched asynchronously: the event loop keeps running
+while it is fetched, and tokens naming an unknown ``kid`` are refused without a fetch each.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import jwt
 import pytest
 import structlog
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from signoff_runtime.settings import DEV_TOKEN_SECRET, AuthSettings
-from signoff_runtime.tokens import TokenInvalid, issue_token, verify_token
+from pydantic import SecretStr, ValidationError
+from signoff_runtime import keys
+from signoff_runtime.settings import AuthSettings, IssuerSettings, ServiceSettings, refusals
+from signoff_runtime.tokens import (
+    AGENT_AUDIENCE,
+    PROPOSALS_AUDIENCE,
+    CannotSign,
+    TokenInvalid,
+    issue_token,
+    verify_token,
+)
 
 LOCAL = AuthSettings()
+DEV = keys.private_key(keys.DEV_ONLY_TOKEN_PRIVATE_KEY)
+KID = {"kid": keys.DEV_ONLY_TOKEN_KID}
 
 
 def claims(**over: Any) -> dict[str, Any]:
@@ -25,157 +40,191 @@ def claims(**over: Any) -> dict[str, Any]:
         "sub": "usr_1",
         "org": "org_1",
         "iss": "signoff",
-        "aud": "signoff",
+        "aud": [AGENT_AUDIENCE, PROPOSALS_AUDIENCE],
         "exp": int(time.time()) + 60,
     }
     return {**base, **over}
 
 
-@pytest.mark.parametrize(
-    "token",
-    [
-        jwt.encode(claims(), None, algorithm="none"),
-        jwt.encode(claims(), DEV_TOKEN_SECRET * 2, algorithm="HS512"),
-        jwt.encode(claims(), "another-secret-000000000000000000000000000000", algorithm="HS256"),
-        jwt.encode(claims(exp=int(time.time()) - 5), DEV_TOKEN_SECRET, algorithm="HS256"),
-        jwt.encode(claims(aud="someone-else"), DEV_TOKEN_SECRET, algorithm="HS256"),
-        jwt.encode(claims(iss="someone-else"), DEV_TOKEN_SECRET, algorithm="HS256"),
-        jwt.encode({k: v for k, v in claims().items() if k != "org"}, DEV_TOKEN_SECRET),
-        "",
-        "a.b.c",
-    ],
-    ids=[
-        "none",
-        "hs512",
-        "wrong-secret",
-        "expired",
-        "audience",
-        "issuer",
-        "no-org",
-        "empty",
-        "junk",
-    ],
-)
-def test_a_local_token_is_refused_unless_everything_holds(token: str) -> None:
+def hs256_with_the_public_key(payload: dict[str, Any]) -> str:
+    """The key-confusion forgery: an HMAC keyed with the verifying (public) key."""
+    header = jwt.utils.base64url_encode(json.dumps({"alg": "HS256", **KID}).encode())
+    body = jwt.utils.base64url_encode(json.dumps(payload).encode())
+    signing_input = header + b"." + body
+    mac = hmac.new(keys.DEV_ONLY_TOKEN_PUBLIC_KEY.encode(), signing_input, hashlib.sha256)
+    return (signing_input + b"." + jwt.utils.base64url_encode(mac.digest())).decode()
+
+
+def _other_key() -> Any:
+    return keys.private_key(keys.generate()[1])
+
+
+REFUSED = {
+    "none": jwt.encode(claims(), "", algorithm="none", headers=KID),
+    "hs256-public-key": hs256_with_the_public_key(claims()),
+    "hs256-secret": jwt.encode(claims(), "s" * 48, algorithm="HS256", headers=KID),
+    "other-key-trusted-kid": jwt.encode(claims(), _other_key(), algorithm="EdDSA", headers=KID),
+    "unknown-kid": jwt.encode(claims(), DEV, algorithm="EdDSA", headers={"kid": "k-unknown"}),
+    "no-kid": jwt.encode(claims(), DEV, algorithm="EdDSA"),
+    "expired": jwt.encode(claims(exp=int(time.time()) - 5), DEV, algorithm="EdDSA", headers=KID),
+    "audience": jwt.encode(claims(aud="someone-else"), DEV, algorithm="EdDSA", headers=KID),
+    "issuer": jwt.encode(claims(iss="someone-else"), DEV, algorithm="EdDSA", headers=KID),
+    "no-org": jwt.encode(
+        {k: v for k, v in claims().items() if k != "org"}, DEV, algorithm="EdDSA", headers=KID
+    ),
+    "empty": "",
+    "junk": "a.b.c",
+}
+
+
+@pytest.mark.parametrize("token", list(REFUSED.values()), ids=list(REFUSED))
+@pytest.mark.parametrize("audience", [AGENT_AUDIENCE, PROPOSALS_AUDIENCE])
+def test_a_token_is_refused_unless_everything_holds(token: str, audience: str) -> None:
     with pytest.raises(TokenInvalid):
-        verify_token(LOCAL, token)
+        verify_token(LOCAL, token, audience=audience)
 
 
-def test_a_good_local_token_verifies() -> None:
+def test_a_good_token_is_eddsa_with_a_kid_and_verifies_for_both_apis_by_default() -> None:
     token = issue_token(LOCAL, "usr_1", "org_1")
-    assert verify_token(LOCAL, token).org == "org_1"
+    assert jwt.get_unverified_header(token) == {
+        "alg": "EdDSA",
+        "kid": keys.DEV_ONLY_TOKEN_KID,
+        "typ": "JWT",
+    }
+    assert verify_token(LOCAL, token, audience=AGENT_AUDIENCE).org == "org_1"
+    assert verify_token(LOCAL, token, audience=PROPOSALS_AUDIENCE).sub == "usr_1"
 
 
-def test_the_secret_and_tokens_never_reach_a_log_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_api_refuses_the_other_apis_token() -> None:
+    agent = issue_token(LOCAL, "usr_1", "org_1", audience=AGENT_AUDIENCE)
+    proposals = issue_token(LOCAL, "usr_1", "org_1", audience=PROPOSALS_AUDIENCE)
+    assert verify_token(LOCAL, agent, audience=AGENT_AUDIENCE).sub == "usr_1"
+    assert verify_token(LOCAL, proposals, audience=PROPOSALS_AUDIENCE).sub == "usr_1"
+    with pytest.raises(TokenInvalid):
+        verify_token(LOCAL, agent, audience=PROPOSALS_AUDIENCE)  # an agent token never approves
+    with pytest.raises(TokenInvalid):
+        verify_token(LOCAL, proposals, audience=AGENT_AUDIENCE)
+    with pytest.raises(ValueError, match="unknown audience"):
+        issue_token(LOCAL, "usr_1", "org_1", audience="signoff")
+
+
+def test_the_negative_control_accepts_any_audience_under_test_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    agent = issue_token(LOCAL, "usr_1", "org_1", audience=AGENT_AUDIENCE)
+    monkeypatch.setenv("SIGNOFF_UNSAFE__ACCEPT_ANY_AUDIENCE", "true")
+    monkeypatch.setenv("SIGNOFF_ENV", "test")
+    switched = ServiceSettings().auth
+    assert verify_token(switched, agent, audience=PROPOSALS_AUDIENCE).sub == "usr_1"
+    # the switch turns the audience off, nothing else: a forged signature is still refused
+    with pytest.raises(TokenInvalid):
+        verify_token(switched, REFUSED["other-key-trusted-kid"], audience=PROPOSALS_AUDIENCE)
+    monkeypatch.setenv("SIGNOFF_ENV", "dev")
+    with pytest.raises(ValueError, match="SIGNOFF_UNSAFE__ACCEPT_ANY_AUDIENCE"):
+        ServiceSettings()
+
+
+def _pair(kid: str) -> tuple[IssuerSettings, str]:
+    _, private, public = keys.generate()
+    return IssuerSettings(private_key=SecretStr(private), key_id=kid), public
+
+
+def test_during_a_rotation_the_old_and_the_new_key_both_verify() -> None:
+    old, old_public = _pair("2026-01")
+    new, new_public = _pair("2026-07")
+    by_old = issue_token(old, "usr_1", "org_1")
+    by_new = issue_token(new, "usr_1", "org_1")
+    assert jwt.get_unverified_header(by_new)["kid"] == "2026-07"
+
+    before = AuthSettings(public_keys={"2026-01": old_public})
+    during = AuthSettings(public_keys={"2026-01": old_public, "2026-07": new_public})
+    after = AuthSettings(public_keys={"2026-07": new_public})
+    assert verify_token(before, by_old, audience=AGENT_AUDIENCE)
+    for token in (by_old, by_new):
+        assert verify_token(during, token, audience=PROPOSALS_AUDIENCE)
+    assert verify_token(after, by_new, audience=AGENT_AUDIENCE)
+    for settings, token in ((before, by_new), (after, by_old)):
+        with pytest.raises(TokenInvalid):
+            verify_token(settings, token, audience=AGENT_AUDIENCE)
+
+
+def test_a_services_configuration_cannot_sign(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even handed the issuer's private key by mistake, a service's settings do not read it."""
+    issuer, public = _pair("k1")
+    monkeypatch.setenv("SIGNOFF_ENV", "prod")
+    monkeypatch.setenv("SIGNOFF_AMQP__URL", "amqp://agent:Zk4vQ9wLr2TnB7xHc5Ys@rabbitmq:5672/")
+    monkeypatch.setenv("SIGNOFF_AUTH__PUBLIC_KEYS", json.dumps({"k1": public}))
+    monkeypatch.setenv("SIGNOFF_AUTH__PRIVATE_KEY", issuer.private_key.get_secret_value())
+    service = ServiceSettings().auth
+
+    assert type(service) is AuthSettings and not hasattr(service, "private_key")
+    assert issuer.private_key.get_secret_value() not in repr(service.model_dump())
+    with pytest.raises(CannotSign):
+        issue_token(service, "usr_1", "org_1")
+    # what the service could sign with the committed dev key, it does not trust
+    dev_signed = issue_token(AuthSettings(), "usr_1", "org_1")
+    with pytest.raises(TokenInvalid):
+        verify_token(service, dev_signed, audience=PROPOSALS_AUDIENCE)
+    assert verify_token(service, issue_token(issuer, "usr_1", "org_1"), audience=AGENT_AUDIENCE)
+
+
+def test_a_malformed_key_stops_the_settings_without_quoting_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SIGNOFF_AUTH__PUBLIC_KEYS", '{"k1": "not-a-key-but-a-secret-looking-x"}')
+    with pytest.raises(ValidationError) as caught:
+        ServiceSettings()
+    [line] = refusals(caught.value)
+    assert "SIGNOFF_AUTH__PUBLIC_KEYS['k1']: not an Ed25519 public key" in line
+    assert "secret-looking" not in line
+    with pytest.raises(ValueError, match="SIGNOFF_AUTH__PRIVATE_KEY"):
+        IssuerSettings(private_key=SecretStr(keys.DEV_ONLY_TOKEN_PUBLIC_KEY + "xx"))
+
+
+def test_keys_are_read_as_pem_or_base64url() -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    key = _other_key()
+    pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    private_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    issuer = IssuerSettings(private_key=SecretStr(private_pem.decode()))
+    settings = AuthSettings(public_keys={issuer.kid(): pem.decode()})
+    token = issue_token(issuer, "usr_1", "org_1")
+    assert verify_token(settings, token, audience=AGENT_AUDIENCE).sub == "usr_1"
+    assert issuer.kid() == keys.derived_kid(key.public_key())
+
+
+def test_the_keys_and_tokens_never_reach_a_log_line(capsys: pytest.CaptureFixture[str]) -> None:
     from signoff_runtime import logs
 
     logs.configure("security-test")
     token = issue_token(LOCAL, "usr_1", "org_1")
-    structlog.get_logger("t").info("careless", token=token, secret=DEV_TOKEN_SECRET, card="4242")
-    err = capsys.readouterr().err
+    private = keys.DEV_ONLY_TOKEN_PRIVATE_KEY
+    try:
+        structlog.get_logger("t").info(
+            "careless", token=token, private_key=private, signing_key=private, card="4242"
+        )
+        err = capsys.readouterr().err
+    finally:
+        structlog.reset_defaults()  # the configured logger writes to this test's captured stderr
     assert "careless" in err
-    assert token not in err and DEV_TOKEN_SECRET not in err and "4242" not in err
+    assert token not in err and private not in err and "4242" not in err
 
 
-# -- an external OpenID Connect issuer (JWKS served locally, no network) ----------------------
+def test_signoff_keys_generate_prints_a_pair_the_settings_accept() -> None:
+    from signoff_cli.main import app
+    from typer.testing import CliRunner
 
-
-@pytest.fixture(scope="module")
-def rsa_key() -> rsa.RSAPrivateKey:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-
-@pytest.fixture(scope="module")
-def jwks_url(rsa_key: rsa.RSAPrivateKey) -> Iterator[str]:
-    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(rsa_key.public_key()))
-    body = json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_: Any) -> None:
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/.well-known/jwks.json"
-    server.shutdown()
-    server.server_close()
-
-
-def external(jwks_url: str) -> AuthSettings:
-    return AuthSettings(
-        jwks_url=jwks_url, issuer="https://idp.example", audience="signoff", org_claim="tenant"
-    )
-
-
-def idp_claims(**over: Any) -> dict[str, Any]:
-    return {**claims(iss="https://idp.example", tenant="org_9"), **over}
-
-
-def test_an_external_issuers_token_verifies_with_the_configured_org_claim(
-    rsa_key: rsa.RSAPrivateKey, jwks_url: str
-) -> None:
-    token = jwt.encode(idp_claims(), rsa_key, algorithm="RS256", headers={"kid": "k1"})
-    verified = verify_token(external(jwks_url), token)
-    assert (verified.sub, verified.org) == ("usr_1", "org_9")
-
-
-def test_algorithm_confusion_and_local_tokens_are_refused_when_jwks_is_on(
-    rsa_key: rsa.RSAPrivateKey, jwks_url: str
-) -> None:
-    settings = external(jwks_url)
-    public_pem = rsa_key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    # HS256 "signed" with the issuer's public key: the classic key-confusion forgery
-    import hashlib
-    import hmac
-
-    header = jwt.utils.base64url_encode(json.dumps({"alg": "HS256", "kid": "k1"}).encode())
-    payload = jwt.utils.base64url_encode(json.dumps(idp_claims()).encode())
-    signing_input = header + b"." + payload
-    mac = hmac.new(public_pem, signing_input, hashlib.sha256).digest()
-    confused = (signing_input + b"." + jwt.utils.base64url_encode(mac)).decode()
-    other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    refused = {
-        "hs256-with-public-key": confused,
-        "local-hs256": issue_token(AuthSettings(issuer="https://idp.example"), "usr_1", "org_9"),
-        "none": jwt.encode(idp_claims(), None, algorithm="none"),
-        "other-key": jwt.encode(idp_claims(), other_key, algorithm="RS256", headers={"kid": "k1"}),
-        "unknown-kid": jwt.encode(idp_claims(), rsa_key, algorithm="RS256", headers={"kid": "k2"}),
-        "expired": jwt.encode(
-            idp_claims(exp=int(time.time()) - 5), rsa_key, algorithm="RS256", headers={"kid": "k1"}
-        ),
-        "audience": jwt.encode(
-            idp_claims(aud="x"), rsa_key, algorithm="RS256", headers={"kid": "k1"}
-        ),
-        "no-org-claim": jwt.encode(
-            {k: v for k, v in idp_claims().items() if k != "tenant"},
-            rsa_key,
-            algorithm="RS256",
-            headers={"kid": "k1"},
-        ),
-    }
-    for name, token in refused.items():
-        with pytest.raises(TokenInvalid):
-            verify_token(settings, token)
-            pytest.fail(name)
-
-
-def test_hs_algorithms_cannot_be_configured_for_an_external_issuer(
-    rsa_key: rsa.RSAPrivateKey, jwks_url: str
-) -> None:
-    settings = external(jwks_url).model_copy(update={"jwks_algorithms": ["HS256", "RS256"]})
-    public_pem = rsa_key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    token = jwt.encode(idp_claims(), DEV_TOKEN_SECRET, algorithm="HS256", headers={"kid": "k1"})
-    with pytest.raises(TokenInvalid):
-        verify_token(settings, token)
-    assert public_pem  # the key exists; HS is refused before any key is considered
+    done = CliRunner().invoke(app, ["keys", "generate", "--kid", "2026-07"])
+    assert done.exit_code == 0, done.output
+    pair = json.loads(done.stdout)
+    issuer = IssuerSettings(private_key=SecretStr(pair["private_key"]), key_id=pair["kid"])
+    services = AuthSettings(public_keys={pair["kid"]: pair["public_key"]})
+    token = issue_token(issuer, "usr_1", "org_1", audience=PROPOSALS_AUDIENCE)
+    assert verify_token(services, token, audience=PROPOSALS_AUDIENCE).sub == "usr_1"

@@ -64,6 +64,8 @@ def processes() -> dict[str, tuple[str, str]]:
         os.environ.setdefault(
             "SIGNOFF_AGENT__SCRIPTED_MODEL_URL", f"http://127.0.0.1:{port['model']}/v1"
         )
+    # ``signoff serve`` refuses to start without SIGNOFF_ENV: this command is the development run
+    os.environ.setdefault("SIGNOFF_ENV", "dev")
     os.environ.setdefault("SIGNOFF_LOG_JSON", "false")  # people read these logs; JSON for machines
     # The club domain calls the simulator this command runs, wherever its port is.
     os.environ.setdefault("SIGNOFF_CLUB_PROVIDER_URL", f"http://127.0.0.1:{port['provider']}")

@@ -1,7 +1,12 @@
 """``signoff``: core commands here, everything else mounted from ``signoff.cli`` entry points.
 
-Core: ``token`` (prints only a bearer token), ``serve SERVICE`` (runs a service found under
-``signoff.services``), ``db create`` / ``db migrate``, and ``dev run`` (what ``make run`` calls).
+Core: ``token`` (prints only a bearer token), ``keys generate`` (a fresh Ed25519 key pair),
+``serve SERVICE`` (runs a service found under ``signoff.services``), ``db create`` /
+``db migrate``, and ``dev run`` (what ``make run`` calls).
+
+``SIGNOFF_ENV``: ``serve`` refuses to start without it (an image must say what it is; no silent
+``dev``); ``dev run`` sets ``dev`` for the services it starts, test fixtures set ``test``. The
+other commands — an operator's tools — keep the ``dev`` default of ``ServiceSettings``.
 A service or domain adds its own group (``signoff proposals show``, ``signoff demo seed``) by
 declaring a ``signoff.cli`` entry point that names a ``typer.Typer``.
 """
@@ -9,13 +14,17 @@ declaring a ``signoff.cli`` entry point that names a ``typer.Typer``.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import sys
+from enum import StrEnum
 from importlib.metadata import entry_points
 
 import typer
+from signoff_runtime import keys
 from signoff_runtime.registry import load_directory
-from signoff_runtime.settings import ServiceSettings
-from signoff_runtime.tokens import issue_token
+from signoff_runtime.settings import IssuerSettings, ServiceSettings, load
+from signoff_runtime.tokens import AGENT_AUDIENCE, PROPOSALS_AUDIENCE, issue_token
 
 from signoff_cli import database, dev, docs, status
 
@@ -26,6 +35,23 @@ app.add_typer(database.app, name="db")
 app.add_typer(dev.app, name="dev")
 app.add_typer(docs.app, name="docs")
 app.command("status")(status.status)
+keys_app = typer.Typer(no_args_is_help=True, help="Ed25519 keys for tokens and contracts.")
+app.add_typer(keys_app, name="keys")
+
+
+class TokenSettings(ServiceSettings):
+    """``signoff token`` is an issuer: it reads the token private key (``SIGNOFF_AUTH__*``)."""
+
+    auth: IssuerSettings = IssuerSettings()
+
+
+class Audience(StrEnum):
+    agent = "agent"
+    proposals = "proposals"
+    both = "both"
+
+
+_AUDIENCES = {Audience.agent: AGENT_AUDIENCE, Audience.proposals: PROPOSALS_AUDIENCE}
 
 
 @app.command()
@@ -33,11 +59,29 @@ def token(
     user: str = typer.Option(..., "--user", help="The user id (usr_…) or e-mail to issue for."),
     org: str | None = typer.Option(None, "--org", help="Organization id; needed if several."),
     ttl: int | None = typer.Option(None, "--ttl", help="Lifetime in seconds."),
+    audience: Audience = typer.Option(
+        Audience.both, "--audience", help="The API it is for: agent, proposals (approving) or both."
+    ),
 ) -> None:
     """Print a bearer token for a member (and nothing else)."""
-    settings = ServiceSettings()
+    settings = load(TokenSettings, "token")
     user_id, org_id = asyncio.run(_resolve_member(settings, user, org))
-    typer.echo(issue_token(settings.auth, user_id, org_id, ttl))
+    aud = _AUDIENCES.get(audience)
+    typer.echo(issue_token(settings.auth, user_id, org_id, ttl, audience=aud))
+
+
+@keys_app.command("generate")
+def generate_keys(
+    kid: str | None = typer.Option(None, "--kid", help="Key id; default: derived from the key."),
+) -> None:
+    """Print a fresh Ed25519 pair as JSON: ``kid``, ``private_key``, ``public_key`` (base64url).
+
+    The private key goes to the one holder (the web and ``signoff token`` for tokens, the
+    proposals service for contracts); ``{kid: public_key}`` to the verifiers.
+    """
+    derived, private, public = keys.generate()
+    found = {"kid": kid or derived, "private_key": private, "public_key": public}
+    typer.echo(json.dumps(found))
 
 
 async def _resolve_member(settings: ServiceSettings, user: str, org: str | None) -> tuple[str, str]:
@@ -66,6 +110,13 @@ def serve(
     service: str = typer.Argument(..., help="agent, proposals, executor or reconciler"),
 ) -> None:
     """Run one service in the foreground until SIGTERM or Ctrl-C."""
+    if not os.environ.get("SIGNOFF_ENV"):
+        # one line, no traceback: an image or unit file that forgot to say what it is
+        sys.stderr.write(
+            f"signoff {service}: refusing to start: SIGNOFF_ENV is not set (prod, test or dev; "
+            "`signoff dev run` sets dev)\n"
+        )
+        raise SystemExit(2)
     found = {ep.name: ep for ep in entry_points(group="signoff.services")}
     if service not in found:
         raise typer.BadParameter(f"unknown service; known: {', '.join(sorted(found))}")

@@ -1,9 +1,9 @@
 """What a person does: open an assistant, talk, and decide (approve, decline, edit, answer).
 
 Every form is checked for the session's CSRF token first. Decisions go to the proposals service
-as AMQP commands carrying only opaque ids and the person's token; the reply becomes a notice on
-the page the person came from. The web never decides anything itself: a forged post reaches the
-proposals service, which refuses what the person's role does not allow.
+as AMQP commands carrying only opaque ids and the person's proposals-audience token; the reply
+becomes a notice on the page the person came from. The web never decides anything itself: a
+forged post reaches the proposals service, which refuses what the person's role does not allow.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from signoff_runtime.registry import UnknownOperation
 from signoff_web import cards
 from signoff_web.apis import ApiError
 from signoff_web.commands import CommandUnavailable
-from signoff_web.context import apis, check_csrf, local_path, session, token
+from signoff_web.context import apis, check_csrf, local_path, session, tokens
 
 router = APIRouter()
 SECTIONS = {"orders": "orders", "broadcasts": "broadcasts"}
@@ -45,7 +45,7 @@ async def open_chat(request: Request, kind: str, resource_id: str) -> Response:
     who = session(request)
     check_csrf(who, await _form(request))
     conversation_id = await apis(request).open_conversation(
-        token(request, who), SECTIONS[kind], resource_id
+        tokens(request, who), SECTIONS[kind], resource_id
     )
     return RedirectResponse(f"/chat/{conversation_id}", status_code=303)
 
@@ -59,7 +59,7 @@ async def say(request: Request, conversation_id: str) -> Response:
     notice = ""
     if content:
         try:
-            await apis(request).say(token(request, who), conversation_id, content)
+            await apis(request).say(tokens(request, who), conversation_id, content)
         except ApiError as exc:
             if exc.status != 409:
                 raise
@@ -72,7 +72,9 @@ async def approve(request: Request, proposal_id: str) -> Response:
     who = session(request)
     form = await _form(request)
     check_csrf(who, form)
-    command = ApproveProposal(token=token(request, who), proposal_id=proposal_id, source="web")
+    command = ApproveProposal(
+        token=tokens(request, who).proposals, proposal_id=proposal_id, source="web"
+    )
     return await _send(request, command, form)
 
 
@@ -83,7 +85,7 @@ async def decline(request: Request, proposal_id: str) -> Response:
     check_csrf(who, form)
     reason = form.get("reason", "").strip()[:500] or None
     command = DeclineProposal(
-        token=token(request, who), proposal_id=proposal_id, reason=reason, source="web"
+        token=tokens(request, who).proposals, proposal_id=proposal_id, reason=reason, source="web"
     )
     return await _send(request, command, form)
 
@@ -94,14 +96,14 @@ async def revise(request: Request, proposal_id: str) -> Response:
     who = session(request)
     form = await _form(request)
     check_csrf(who, form)
-    view = await apis(request).proposal(token(request, who), proposal_id)
+    view = await apis(request).proposal(tokens(request, who), proposal_id)
     try:
         op = request.app.state.operations.get(view["operation_kind"], view["contract_version"])
     except UnknownOperation:
         raise HTTPException(404) from None
     edited = cards.coerce(cards.schema_fields(op.Request.model_json_schema()), form)
     command = ReviseProposal(
-        token=token(request, who), proposal_id=proposal_id, request=edited, source="web"
+        token=tokens(request, who).proposals, proposal_id=proposal_id, request=edited, source="web"
     )
     return await _send(request, command, form)
 
@@ -116,10 +118,10 @@ async def resolve(request: Request, pause_point_id: str) -> Response:
         raise HTTPException(422, "action")
     data = None
     if action == "data":
-        view = await apis(request).pause_point(token(request, who), pause_point_id)
+        view = await apis(request).pause_point(tokens(request, who), pause_point_id)
         data = cards.coerce(cards.schema_fields(view.get("form_schema") or {}), form)
     command = ResolvePausePoint(
-        token=token(request, who),
+        token=tokens(request, who).proposals,
         pause_point_id=pause_point_id,
         action=action,
         option=form.get("option") or None,

@@ -2,15 +2,19 @@
 
 Every call carries the person's own short-lived bearer token, so each service checks who they
 are and what their organization is, exactly as for any other client: the web holds no power of
-its own. A problem document comes back as ``ApiError`` with its status and ``code``.
+its own. Each API gets a token of its own audience (``Tokens``): the agent never sees a token
+that could approve. A problem document comes back as ``ApiError`` with its status and ``code``.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from signoff_runtime.tokens import AGENT_AUDIENCE, PROPOSALS_AUDIENCE
 
 
 class ApiError(Exception):
@@ -18,6 +22,22 @@ class ApiError(Exception):
         super().__init__(f"{status} {code}")
         self.status = status
         self.code = code
+
+
+class Tokens:
+    """The person's tokens for one request, one per API audience, each minted when first used."""
+
+    def __init__(self, mint: Callable[[str], str]) -> None:
+        self._mint = mint
+
+    @functools.cached_property
+    def agent(self) -> str:
+        return self._mint(AGENT_AUDIENCE)
+
+    @functools.cached_property
+    def proposals(self) -> str:
+        """Also what approval commands carry."""
+        return self._mint(PROPOSALS_AUDIENCE)
 
 
 @dataclass
@@ -39,38 +59,44 @@ class Apis:
         return response.json()
 
     # -- agent ---------------------------------------------------------------------------
-    async def open_conversation(self, token: str, section: str, resource_id: str) -> str:
+    async def open_conversation(self, tokens: Tokens, section: str, resource_id: str) -> str:
         body = {"section": section, "resource_id": resource_id}
-        view = await self._call("POST", f"{self.agent_url}/v1/conversations", token, json=body)
+        view = await self._call(
+            "POST", f"{self.agent_url}/v1/conversations", tokens.agent, json=body
+        )
         return str(view["id"])
 
-    async def say(self, token: str, conversation_id: str, content: str) -> Any:
+    async def say(self, tokens: Tokens, conversation_id: str, content: str) -> Any:
         url = f"{self.agent_url}/v1/conversations/{conversation_id}/messages"
-        return await self._call("POST", url, token, json={"content": content})
+        return await self._call("POST", url, tokens.agent, json={"content": content})
 
-    async def conversation(self, token: str, conversation_id: str) -> dict[str, Any]:
+    async def conversation(self, tokens: Tokens, conversation_id: str) -> dict[str, Any]:
         url = f"{self.agent_url}/v1/conversations/{conversation_id}"
-        return dict(await self._call("GET", url, token))
+        return dict(await self._call("GET", url, tokens.agent))
 
     # -- proposals -----------------------------------------------------------------------
-    async def proposal(self, token: str, proposal_id: str) -> dict[str, Any]:
+    async def proposal(self, tokens: Tokens, proposal_id: str) -> dict[str, Any]:
         url = f"{self.proposals_url}/v1/proposals/{proposal_id}"
-        return dict(await self._call("GET", url, token))
+        return dict(await self._call("GET", url, tokens.proposals))
 
-    async def pending(self, token: str) -> list[dict[str, Any]]:
+    async def pending(self, tokens: Tokens) -> list[dict[str, Any]]:
         url = f"{self.proposals_url}/v1/proposals"
-        page = await self._call("GET", url, token, params={"status": "pending", "limit": 100})
+        page = await self._call(
+            "GET", url, tokens.proposals, params={"status": "pending", "limit": 100}
+        )
         return list(page["items"])
 
-    async def pending_pauses(self, token: str) -> list[dict[str, Any]]:
+    async def pending_pauses(self, tokens: Tokens) -> list[dict[str, Any]]:
         url = f"{self.proposals_url}/v1/pause-points"
-        page = await self._call("GET", url, token, params={"status": "pending", "limit": 100})
+        page = await self._call(
+            "GET", url, tokens.proposals, params={"status": "pending", "limit": 100}
+        )
         return list(page["items"])
 
-    async def pause_point(self, token: str, pause_point_id: str) -> dict[str, Any]:
+    async def pause_point(self, tokens: Tokens, pause_point_id: str) -> dict[str, Any]:
         url = f"{self.proposals_url}/v1/pause-points/{pause_point_id}"
-        return dict(await self._call("GET", url, token))
+        return dict(await self._call("GET", url, tokens.proposals))
 
-    async def reconciliation(self, token: str, proposal_id: str) -> dict[str, Any]:
+    async def reconciliation(self, tokens: Tokens, proposal_id: str) -> dict[str, Any]:
         url = f"{self.proposals_url}/v1/proposals/{proposal_id}/reconciliation"
-        return dict(await self._call("GET", url, token))
+        return dict(await self._call("GET", url, tokens.proposals))

@@ -12,7 +12,7 @@ from fastapi.templating import Jinja2Templates
 from signoff_runtime.tokens import issue_token
 
 from signoff_web import cards, sessions, texts
-from signoff_web.apis import Apis
+from signoff_web.apis import Apis, Tokens
 from signoff_web.sessions import Session
 from signoff_web.settings import WebSettings
 
@@ -59,10 +59,19 @@ def session(request: Request) -> Session:
     return found
 
 
-def token(request: Request, who: Session) -> str:
-    """A fresh short-lived bearer token for the person, for this request's calls only."""
+def tokens(request: Request, who: Session) -> Tokens:
+    """Fresh short-lived bearer tokens for the person, one per API, for this request only.
+
+    The web is an issuer: its settings hold the token private key (``IssuerSettings``).
+    """
     s = settings(request)
-    return issue_token(s.auth, who.user_id, who.organization_id, ttl_s=s.web.token_ttl_s)
+
+    def mint(audience: str) -> str:
+        return issue_token(
+            s.auth, who.user_id, who.organization_id, ttl_s=s.web.token_ttl_s, audience=audience
+        )
+
+    return Tokens(mint)
 
 
 def check_csrf(who: Session, form: dict[str, Any]) -> None:

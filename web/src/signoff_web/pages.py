@@ -16,8 +16,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from signoff_club.directory import authenticate
 
 from signoff_web import cards, resources, sessions
-from signoff_web.apis import ApiError
-from signoff_web.context import SignInRequired, apis, render, session, settings, token
+from signoff_web.apis import ApiError, Tokens
+from signoff_web.context import SignInRequired, apis, render, session, settings, tokens
 
 router = APIRouter()
 ROLES_SHOWN = ("user", "assistant", "app")
@@ -47,7 +47,7 @@ async def signin(request: Request, email: str = Form(...), password: str = Form(
         max_age=s.session_ttl_s,
         httponly=True,
         samesite="lax",
-        secure=s.secure_cookies,
+        secure=bool(s.secure_cookies),
         path="/",
     )
     return response
@@ -88,7 +88,7 @@ async def chat_live(request: Request, conversation_id: str) -> Response:
 
 async def _chat_live(request: Request, conversation_id: str) -> dict[str, Any]:
     who = session(request)
-    bearer = token(request, who)
+    bearer = tokens(request, who)
     view = await apis(request).conversation(bearer, conversation_id)
     messages = [m for m in view["messages"] if m["role"] in ROLES_SHOWN]
     refs: list[tuple[str, str]] = []
@@ -117,7 +117,7 @@ async def _chat_live(request: Request, conversation_id: str) -> dict[str, Any]:
     }
 
 
-async def _card(request: Request, bearer: str, kind: str, ref: str) -> dict[str, Any] | None:
+async def _card(request: Request, bearer: Tokens, kind: str, ref: str) -> dict[str, Any] | None:
     who = session(request)
     try:
         if kind == "proposal_id":
@@ -146,7 +146,7 @@ async def inbox_live(request: Request) -> Response:
 
 async def _inbox_live(request: Request) -> dict[str, Any]:
     who = session(request)
-    bearer = token(request, who)
+    bearer = tokens(request, who)
     views, pauses = await asyncio.gather(
         apis(request).pending(bearer), apis(request).pending_pauses(bearer)
     )
@@ -159,7 +159,7 @@ async def _inbox_live(request: Request) -> dict[str, Any]:
 @router.get("/proposals/{proposal_id}", response_class=HTMLResponse)
 async def proposal_page(request: Request, proposal_id: str, notice: str | None = None) -> Response:
     who = session(request)
-    view = await apis(request).proposal(token(request, who), proposal_id)
+    view = await apis(request).proposal(tokens(request, who), proposal_id)
     card = cards.proposal(view, who, request.app.state.operations)
     return render(
         request, "proposal.html", who, card=card, audit=view.get("audit", []), notice=notice
@@ -169,7 +169,7 @@ async def proposal_page(request: Request, proposal_id: str, notice: str | None =
 @router.get("/proposals/{proposal_id}/live", response_class=HTMLResponse)
 async def proposal_live(request: Request, proposal_id: str) -> Response:
     who = session(request)
-    view = await apis(request).proposal(token(request, who), proposal_id)
+    view = await apis(request).proposal(tokens(request, who), proposal_id)
     card = cards.proposal(view, who, request.app.state.operations)
     return render(
         request,
@@ -184,7 +184,7 @@ async def proposal_live(request: Request, proposal_id: str) -> Response:
 @router.get("/proposals/{proposal_id}/reconciliation", response_class=HTMLResponse)
 async def reconciliation_page(request: Request, proposal_id: str) -> Response:
     who = session(request)
-    found = await apis(request).reconciliation(token(request, who), proposal_id)
+    found = await apis(request).reconciliation(tokens(request, who), proposal_id)
     return render(request, "reconciliation.html", who, proposal_id=proposal_id, page=found)
 
 

@@ -1,11 +1,19 @@
-"""The web's settings: ``SIGNOFF_WEB__*`` beside the shared groups."""
+"""The web's settings: ``SIGNOFF_WEB__*`` beside the shared groups.
+
+The web signs people in, so it is a token issuer: its ``SIGNOFF_AUTH__*`` group is
+``IssuerSettings`` (the token private key; no other service reads one). It holds no contract key.
+In ``prod`` the session secret must be a real one and cookies are always ``Secure``.
+"""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
-from signoff_runtime.settings import ServiceSettings
+from signoff_runtime import secret_policy
+from signoff_runtime.settings import IssuerSettings, ServiceSettings
 
 DEV_SESSION_SECRET = "dev-only-session-secret-do-not-deploy-00000000"  # noqa: S105
+#: an HMAC-SHA256 key: 32 characters at least
+MIN_SESSION_SECRET_CHARS = 32
 
 
 class WebGroup(BaseModel):
@@ -15,18 +23,32 @@ class WebGroup(BaseModel):
     proposals_url: str = "http://127.0.0.1:8002"
     session_secret: SecretStr = SecretStr(DEV_SESSION_SECRET)
     session_ttl_s: int = Field(default=8 * 3600, ge=60)
-    #: the person's bearer token, issued per request: short, so a leaked one is soon useless
+    #: the person's bearer tokens, issued per request: short, so a leaked one is soon useless
     token_ttl_s: int = Field(default=120, ge=30, le=900)
-    #: set behind HTTPS so the cookie never travels in clear
-    secure_cookies: bool = False
+    #: the cookie travels only over HTTPS; unset: on in ``prod`` (where ``false`` is refused)
+    secure_cookies: bool | None = None
     http_timeout_s: float = Field(default=30.0, gt=0)
+
+    def prod_refusals(self) -> list[str]:
+        out = []
+        found = secret_policy.refusal(
+            "SIGNOFF_WEB__SESSION_SECRET",
+            self.session_secret.get_secret_value(),
+            MIN_SESSION_SECRET_CHARS,
+        )
+        if found:
+            out.append(found)
+        if self.secure_cookies is False:
+            out.append("SIGNOFF_WEB__SECURE_COOKIES=false is refused in prod (cookies over HTTPS)")
+        return out
 
 
 class WebSettings(ServiceSettings):
+    auth: IssuerSettings = IssuerSettings()
     web: WebGroup = WebGroup()
 
     @model_validator(mode="after")
-    def _refuse_dev_session_secret(self) -> WebSettings:
-        if self.env == "prod" and self.web.session_secret.get_secret_value() == DEV_SESSION_SECRET:
-            raise ValueError("SIGNOFF_WEB__SESSION_SECRET must be set outside development")
+    def _secure_cookies_in_prod(self) -> WebSettings:
+        if self.web.secure_cookies is None:
+            self.web.secure_cookies = self.env == "prod"
         return self

@@ -1,5 +1,8 @@
 """Who is calling: the token says who and which organization; the directory says whether still.
 
+Only agent-audience tokens are accepted here (a proposals-audience token is for approving, and
+the agent's API has no use for it).
+
 The organization always comes from the verified token, never from a body or a model.
 """
 
@@ -8,7 +11,7 @@ from __future__ import annotations
 from signoff_contracts.operations import Directory, Membership
 from signoff_runtime.problems import Problem
 from signoff_runtime.settings import AuthSettings
-from signoff_runtime.tokens import TokenInvalid, bearer, verify_token
+from signoff_runtime.tokens import AGENT_AUDIENCE, TokenInvalid, bearer, verify_token_async
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 
@@ -16,7 +19,7 @@ async def current_member(
     auth: AuthSettings, directory: Directory, conn: AsyncConnection, authorization: str | None
 ) -> Membership:
     try:
-        claims = verify_token(auth, bearer(authorization))
+        claims = await verify_token_async(auth, bearer(authorization), audience=AGENT_AUDIENCE)
     except TokenInvalid:
         raise Problem(401, "unauthenticated", "A valid bearer token is required.") from None
     member = await directory.membership(conn, claims.sub, claims.org)

@@ -37,4 +37,5 @@ class AgentGroup(BaseModel):
 
 
 class AgentSettings(ServiceSettings):
+    checks_tokens = True
     agent: AgentGroup = AgentGroup()

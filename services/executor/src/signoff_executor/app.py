@@ -50,7 +50,7 @@ def create_app(
         topology=runtime.topology,
         operations=ops,
         directory=directory if directory is not None else load_directory(),
-        signing_key=settings.contracts.signing_key,
+        verifying=settings.contracts,
         providers=providers,
         perform_timeout_s=settings.executor.perform_timeout_s,
         no_dedup=settings.unsafe.no_dedup,

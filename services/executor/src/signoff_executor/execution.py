@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 import structlog
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import (
     AnyOperation,
@@ -46,6 +46,7 @@ from signoff_runtime import signing
 from signoff_runtime.consumer import PermanentError
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
+from signoff_runtime.settings import ContractVerifyingSettings
 from signoff_runtime.topology import Topology
 from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -67,7 +68,7 @@ class Executor:
         topology: Topology,
         operations: Operations,
         directory: Directory,
-        signing_key: SecretStr,
+        verifying: ContractVerifyingSettings,
         providers: Providers,
         perform_timeout_s: float,
         no_dedup: bool = False,
@@ -78,7 +79,7 @@ class Executor:
         self._directory = directory
         self._topology = topology
         self._operations = operations
-        self._key = signing_key
+        self._verifying = verifying
         self._providers = providers
         self._perform_timeout_s = perform_timeout_s
         # negative controls (SIGNOFF_UNSAFE__NO_DEDUP, __PUBLISH_WITHOUT_OUTBOX,
@@ -107,7 +108,7 @@ class Executor:
             return outcome
 
     def _admit(self, contract: ExecutionContract) -> AnyOperation:
-        if not signing.verify(contract, self._key):
+        if not signing.verify(contract, self._verifying):
             raise PermanentError("bad_signature", f"contract {contract.contract_id}")
         try:
             return self._operations.get(contract.operation_kind, contract.contract_version)

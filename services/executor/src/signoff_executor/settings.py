@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
-from signoff_runtime.settings import ServiceSettings
+from signoff_runtime.settings import ContractVerifyingSettings, ServiceSettings
 
 
 class ExecutorGroup(BaseModel):
@@ -20,3 +20,5 @@ class ExecutorGroup(BaseModel):
 
 class ExecutorSettings(ServiceSettings):
     executor: ExecutorGroup = ExecutorGroup()
+    #: the contract verifying keys (public: an executor cannot sign a contract)
+    contracts: ContractVerifyingSettings = ContractVerifyingSettings()

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from pydantic import SecretStr
 from signoff_contracts.outcomes import RevisionRequired, Succeeded, TerminalFailure
 from signoff_contracts.v1 import OutcomeReported
 from signoff_executor.settings import ExecutorSettings
+from signoff_runtime import keys
 from signoff_runtime.registry import Operations
+from signoff_runtime.settings import ContractSigningSettings
 from signoff_runtime.testing import wait_until
 from sqlalchemy.ext.asyncio import AsyncEngine
 from support import contracts, domain, harness
@@ -64,17 +67,24 @@ async def test_bad_signature_is_dead_lettered_and_never_run(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
     board = await domain.new_board(engine)
-    forged = contracts.note(board).model_copy(update={"signature": "0" * 64})
-    unsigned = contracts.note(board).model_copy(update={"signature": ""})
+    forged = contracts.note(board).model_copy(update={"signature": "0" * 86})
+    unsigned = contracts.note(board).model_copy(update={"signature": "", "key_id": None})
     tampered = contracts.note(board)
     tampered = tampered.model_copy(update={"arguments": {**tampered.arguments, "body": "evil"}})
+    # signed by a key the executor does not trust: under a kid of its own, and under the
+    # trusted kid (a key id only picks the key to check with; it cannot make a signature good)
+    _, other, _ = keys.generate()
+    stranger = ContractSigningSettings(signing_key=SecretStr(other), key_id="stranger")
+    impostor = ContractSigningSettings(signing_key=SecretStr(other), key_id="test-contract")
+    foreign = [contracts.note(board, key=stranger), contracts.note(board, key=impostor)]
+    bad = (forged, unsigned, tampered, *foreign)
     async with harness.running(settings, operations):
-        for contract in (forged, unsigned, tampered):
+        for contract in bad:
             await bus.publish(contract)
-        dead = await _dead_letters(bus, 3)
+        dead = await _dead_letters(bus, len(bad))
 
-    assert sorted(m.headers["x-signoff-reason"] for m in dead) == ["bad_signature"] * 3
-    for contract in (forged, unsigned, tampered):
+    assert sorted(m.headers["x-signoff-reason"] for m in dead) == ["bad_signature"] * len(bad)
+    for contract in bad:
         assert await harness.execution(engine, contract.contract_id) is None
         assert await domain.notes_of(engine, contract.contract_id) == 0
         assert await harness.outbox(engine, contract.proposal_id) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -38,7 +39,7 @@ def executor_process(settings_env: dict[str, str], settings: ExecutorSettings): 
         **settings_env,
         "PYTHONPATH": str(TESTS),
         "SIGNOFF_LOG_LEVEL": "WARNING",
-        "SIGNOFF_CONTRACTS__SIGNING_KEY": contracts.KEY.get_secret_value(),
+        "SIGNOFF_CONTRACTS__VERIFY_KEYS": json.dumps(contracts.VERIFYING.verify_keys),
         "SIGNOFF_EXECUTOR__PORT": str(port),
         "SIGNOFF_EXECUTOR__GRACEFUL_TIMEOUT_S": "20",
     }

@@ -54,7 +54,7 @@ def _executor(
         topology=topology,
         operations=operations,
         directory=MembersDirectory(),
-        signing_key=contracts.KEY,
+        verifying=contracts.VERIFYING,
         providers=Providers(),
         perform_timeout_s=5.0,
         direct=direct,

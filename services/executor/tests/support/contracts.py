@@ -8,11 +8,17 @@ from typing import Any
 from pydantic import SecretStr
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
+from signoff_runtime import keys
+from signoff_runtime.settings import ContractSigningSettings, ContractVerifyingSettings
 from signoff_runtime.signing import sign
 
 from support.domain import ORG
 
-KEY = SecretStr("test-contract-key-0123456789abcdef")
+_, _PRIVATE, _PUBLIC = keys.generate()
+#: what the proposals service would hold (a key made for this test run, never committed)
+SIGNING = ContractSigningSettings(signing_key=SecretStr(_PRIVATE), key_id="test-contract")
+#: what the executors under test trust
+VERIFYING = ContractVerifyingSettings(verify_keys={"test-contract": _PUBLIC})
 
 
 def contract(
@@ -22,7 +28,7 @@ def contract(
     resource_id: str,
     version: int = 1,
     execute_in_s: float = 300.0,
-    key: SecretStr = KEY,
+    key: ContractSigningSettings = SIGNING,
     approved_by: str = "usr_approver",
 ) -> ExecutionContract:
     now = datetime.now(UTC)
@@ -46,13 +52,19 @@ def contract(
 
 
 def note(
-    board_id: str, body: str = "hello", *, approved_by: str = "usr_approver", **extra: Any
+    board_id: str,
+    body: str = "hello",
+    *,
+    approved_by: str = "usr_approver",
+    key: ContractSigningSettings = SIGNING,
+    **extra: Any,
 ) -> ExecutionContract:
     return contract(
         "board.add_note",
         {"board_id": board_id, "body": body, **extra},
         resource_id=board_id,
         approved_by=approved_by,
+        key=key,
     )
 
 

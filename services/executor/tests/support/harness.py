@@ -12,13 +12,13 @@ from signoff_contracts.v1 import OutcomeReported, ReconciliationRequired
 from signoff_executor.app import create_app
 from signoff_executor.settings import ExecutorGroup, ExecutorSettings
 from signoff_runtime.registry import Operations
-from signoff_runtime.settings import AmqpSettings, ContractSettings, DatabaseSettings
+from signoff_runtime.settings import AmqpSettings, DatabaseSettings
 from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from support.contracts import KEY
+from support.contracts import VERIFYING
 from support.directory import MembersDirectory
 
 
@@ -32,7 +32,7 @@ def settings(
         amqp=AmqpSettings(
             url=amqp_url, prefix=topology.prefix, delivery_limit=topology.delivery_limit
         ),
-        contracts=ContractSettings(signing_key=KEY),
+        contracts=VERIFYING,
         executor=ExecutorGroup(**{"prefetch": 4, "graceful_timeout_s": 10.0, **executor}),
     )
 

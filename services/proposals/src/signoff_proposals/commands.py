@@ -28,7 +28,7 @@ from signoff_contracts.v1 import (
     ReviseProposal,
 )
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
-from signoff_runtime.tokens import TokenInvalid, verify_token
+from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token
 
 from signoff_proposals import decide, pause_points, revisions
 from signoff_proposals import repository as repo
@@ -79,7 +79,7 @@ async def _dispatch(ctx: Context, tx: repo.Tx, command: ApprovalCommand) -> Appr
 def over_rate(ctx: Context, command: ApprovalCommand) -> ApprovalReply | None:
     """The ``rate_limited`` reply if the command's person is over their rate, else ``None``."""
     try:
-        claims = verify_token(ctx.settings.auth, command.token)
+        claims = verify_token(ctx.settings.auth, command.token, audience=PROPOSALS_AUDIENCE)
     except TokenInvalid:
         return None
     wait = ctx.command_rate.take(f"{claims.org}/{claims.sub}")

@@ -26,7 +26,7 @@ from signoff_contracts.reasons import Reason
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime.registry import UnknownOperation
-from signoff_runtime.tokens import Claims, TokenInvalid, verify_token
+from signoff_runtime.tokens import PROPOSALS_AUDIENCE, Claims, TokenInvalid, verify_token_async
 from sqlalchemy import Row
 
 from signoff_proposals import domain
@@ -112,7 +112,7 @@ async def admit(
     ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, command: str
 ) -> Admitted | ApprovalReply:
     try:
-        claims = verify_token(ctx.settings.auth, token)
+        claims = await verify_token_async(ctx.settings.auth, token, audience=PROPOSALS_AUDIENCE)
     except TokenInvalid:
         return reply(domain.UNAUTHENTICATED)
     row = await repo.get(tx.conn, proposal_id)

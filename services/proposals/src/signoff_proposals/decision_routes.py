@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from signoff_contracts.status import PausePointStatus
 from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime.problems import Problem
-from signoff_runtime.tokens import TokenInvalid, bearer, verify_token
+from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, bearer, verify_token_async
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_proposals import domain, pause_points, revisions
@@ -74,7 +74,9 @@ def router(ctx: Context) -> APIRouter:
     async def organization(conn: AsyncConnection, authorization: str | None) -> str:
         """The caller's organization, from the verified token and a current membership."""
         try:
-            claims = verify_token(ctx.settings.auth, bearer(authorization))
+            claims = await verify_token_async(
+                ctx.settings.auth, bearer(authorization), audience=PROPOSALS_AUDIENCE
+            )
         except TokenInvalid:
             raise Problem(401, "unauthenticated", _TITLES["unauthenticated"]) from None
         member = await ctx.directory.membership(conn, claims.sub, claims.org)

@@ -183,7 +183,7 @@ def contract_for(ctx: Context, row: Row[Any]) -> ExecutionContract:
         approved_at=row.decided_at,
         execute_by=row.execute_by,
     )
-    return sign(contract, ctx.settings.contracts.signing_key)
+    return sign(contract, ctx.settings.contracts)
 
 
 async def send_contract(ctx: Context, tx: Tx, contract: ExecutionContract) -> None:

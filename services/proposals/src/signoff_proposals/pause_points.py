@@ -34,7 +34,7 @@ from signoff_contracts.v1 import (
     PausePointResolved,
 )
 from signoff_runtime import outbox as runtime_outbox
-from signoff_runtime.tokens import TokenInvalid, verify_token
+from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token_async
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -142,7 +142,7 @@ async def resolve(
     ctx: Context, tx: repo.Tx, token: str | None, pause_point_id: str, answer: Resolution
 ) -> ApprovalReply:
     try:
-        claims = verify_token(ctx.settings.auth, token)
+        claims = await verify_token_async(ctx.settings.auth, token, audience=PROPOSALS_AUDIENCE)
     except TokenInvalid:
         return _reply("unauthenticated")
     member = await ctx.directory.membership(tx.conn, claims.sub, claims.org)

@@ -18,7 +18,7 @@ from signoff_contracts.operations import Membership
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime.problems import Problem
-from signoff_runtime.tokens import TokenInvalid, bearer, verify_token
+from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, bearer, verify_token_async
 
 from signoff_proposals import decide, domain
 from signoff_proposals import reconciliation as reconciliation_checks
@@ -122,7 +122,9 @@ def _respond(command: str, reply: ApprovalReply) -> JSONResponse:
 
 async def _member(ctx: Context, conn: Any, authorization: str | None) -> Membership:
     try:
-        claims = verify_token(ctx.settings.auth, bearer(authorization))
+        claims = await verify_token_async(
+            ctx.settings.auth, bearer(authorization), audience=PROPOSALS_AUDIENCE
+        )
     except TokenInvalid:
         raise Problem(401, "unauthenticated", _TITLES["unauthenticated"]) from None
     member = await ctx.directory.membership(conn, claims.sub, claims.org)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, Field, model_validator
-from signoff_runtime.settings import ServiceSettings
+from signoff_runtime.settings import ContractSigningSettings, ServiceSettings
 
 
 class ProposalsGroup(BaseModel):
@@ -38,7 +38,10 @@ class ProposalsGroup(BaseModel):
 
 
 class ProposalsSettings(ServiceSettings):
+    checks_tokens = True
     proposals: ProposalsGroup = ProposalsGroup()
+    #: the contract signing key: this service alone holds it
+    contracts: ContractSigningSettings = ContractSigningSettings()
 
     @model_validator(mode="after")
     def _test_plugin_only_in_tests(self) -> ProposalsSettings:

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
+import hmac
 import json
 import time
-import warnings
 from datetime import timedelta
 
 import jwt
 import pytest
 from proposals_testkit import drain_queue
-from pydantic import SecretStr
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
-from signoff_runtime.settings import AuthSettings
+from signoff_runtime import keys
+from signoff_runtime.settings import ContractVerifyingSettings
 from signoff_runtime.signing import verify
 from signoff_runtime.testing import wait_until
+from signoff_runtime.tokens import AGENT_AUDIENCE, PROPOSALS_AUDIENCE
 from sqlalchemy import text
 
 pytestmark = pytest.mark.integration
@@ -49,7 +51,9 @@ async def test_an_approval_claims_and_writes_one_signed_dated_contract(service, 
     assert (row.status, row.decided_by) == ("executing", user)
     [raw] = await service.contracts(pid)
     contract = ExecutionContract.model_validate(raw)
-    assert verify(contract, settings.contracts.signing_key)
+    # what an executor holds: the public half only
+    assert contract.key_id == settings.contracts.kid()
+    assert verify(contract, ContractVerifyingSettings())
     assert contract.contract_id == row.contract_id and contract.approved_by == user
     assert contract.approved_at == row.decided_at and contract.execute_by == row.execute_by
     assert contract.execute_by - contract.approved_at == timedelta(
@@ -206,46 +210,49 @@ async def test_another_organizations_proposal_is_indistinguishable_from_an_unkno
     assert [a.action for a in await service.audit(pid)] == ["created"]
 
 
-def _alg_none(user: str, org: str, auth: AuthSettings) -> str:
-    def part(data: dict) -> str:
-        return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+def _unsigned(header: dict, claims: dict, signature: bytes = b"") -> str:
+    def part(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
-    now = int(time.time())
-    claims = {
-        "sub": user,
-        "org": org,
-        "iss": auth.issuer,
-        "aud": auth.audience,
-        "iat": now,
-        "exp": now + 600,
-    }
-    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
+    head = f"{part(json.dumps(header).encode())}.{part(json.dumps(claims).encode())}"
+    return f"{head}.{part(signature)}"
 
 
-def _hs512(claims: dict, secret: str) -> str:
-    with warnings.catch_warnings():  # the dev secret is short for HS512; that is not the point
-        warnings.simplefilter("ignore")
-        return jwt.encode(claims, secret, algorithm="HS512")
+def _hs256_with_the_public_key(claims: dict) -> str:
+    """The key-confusion forgery: HMAC keyed with the (public) verifying key."""
+    header = {"alg": "HS256", "typ": "JWT", "kid": keys.DEV_ONLY_TOKEN_KID}
+    head = _unsigned(header, claims).rstrip(".")
+    mac = hmac.new(keys.DEV_ONLY_TOKEN_PUBLIC_KEY.encode(), head.encode(), hashlib.sha256)
+    return _unsigned(header, claims, mac.digest())
 
 
 def _bad_tokens(service, user: str, org: str) -> dict[str, str | None]:
     auth = service.auth
     now = int(time.time())
-    claims = {"sub": user, "org": org, "iss": auth.issuer, "aud": auth.audience, "exp": now + 600}
-    secret = auth.secret.get_secret_value()
-    other = AuthSettings(secret=SecretStr("another-secret-" + "x" * 40))
+    claims = {
+        "sub": user,
+        "org": org,
+        "iss": auth.issuer,
+        "aud": PROPOSALS_AUDIENCE,
+        "exp": now + 600,
+    }
+    _, other_private, _ = keys.generate()
+    other = keys.private_key(other_private)
+    kid = {"kid": keys.DEV_ONLY_TOKEN_KID}
+    dev = keys.private_key(keys.DEV_ONLY_TOKEN_PRIVATE_KEY)
     return {
         "missing": None,
         "garbage": "not-a-jwt",
-        "wrong_secret": jwt.encode(claims, other.secret.get_secret_value(), algorithm="HS256"),
+        "other_key_same_kid": jwt.encode(claims, other, algorithm="EdDSA", headers=kid),
+        "unknown_kid": jwt.encode(claims, dev, algorithm="EdDSA", headers={"kid": "k-unknown"}),
+        "no_kid": jwt.encode(claims, dev, algorithm="EdDSA"),
         "expired": service.token(user, org, ttl_s=-120),
-        "wrong_audience": jwt.encode({**claims, "aud": "someone-else"}, secret, algorithm="HS256"),
-        "wrong_issuer": jwt.encode({**claims, "iss": "someone-else"}, secret, algorithm="HS256"),
-        "alg_none": _alg_none(user, org, auth),
-        "other_hmac": _hs512(claims, secret),
-        "no_org": jwt.encode(
-            {k: v for k, v in claims.items() if k != "org"}, secret, algorithm="HS256"
-        ),
+        "agent_audience": service.token(user, org, audience=AGENT_AUDIENCE),
+        "wrong_audience": jwt.encode({**claims, "aud": "someone-else"}, dev, "EdDSA", kid),
+        "wrong_issuer": jwt.encode({**claims, "iss": "someone-else"}, dev, "EdDSA", kid),
+        "alg_none": _unsigned({"alg": "none", "typ": "JWT", **kid}, claims),
+        "hs256_public_key": _hs256_with_the_public_key(claims),
+        "no_org": jwt.encode({k: v for k, v in claims.items() if k != "org"}, dev, "EdDSA", kid),
     }
 
 

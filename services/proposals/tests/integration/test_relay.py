@@ -45,7 +45,7 @@ def _contract(settings) -> ExecutionContract:
             approved_at=now,
             execute_by=now + timedelta(minutes=5),
         ),
-        settings.contracts.signing_key,
+        settings.contracts,
     )
 
 

@@ -21,7 +21,13 @@ from typing import Any
 
 from signoff_runtime.problems import MEDIA_TYPE, Problem
 from signoff_runtime.settings import AuthSettings, LimitsSettings
-from signoff_runtime.tokens import TokenInvalid, bearer, verify_token
+from signoff_runtime.tokens import (
+    AGENT_AUDIENCE,
+    PROPOSALS_AUDIENCE,
+    TokenInvalid,
+    bearer,
+    verify_token_async,
+)
 
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
@@ -34,6 +40,8 @@ RATED: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("POST", re.compile(r"^/v1/pause-points/[^/]+/resolve$"), "approvals"),
     ("POST", re.compile(r"^/v1/conversations/[^/]+/messages$"), "messages"),
 )
+#: the API (token audience) each bucket's routes belong to
+AUDIENCE = {"approvals": PROPOSALS_AUDIENCE, "messages": AGENT_AUDIENCE}
 
 
 async def _send_problem(send: Send, problem: Problem, headers: dict[str, str]) -> None:
@@ -161,7 +169,8 @@ class RateLimitMiddleware:
         if name is not None:
             header = dict(scope.get("headers") or []).get(b"authorization")
             try:
-                claims = verify_token(self.auth, bearer(header.decode() if header else None))
+                token = bearer(header.decode() if header else None)
+                claims = await verify_token_async(self.auth, token, audience=AUDIENCE[name])
             except TokenInvalid:
                 claims = None  # the route answers 401
             if claims is not None:

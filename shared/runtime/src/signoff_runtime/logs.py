@@ -14,7 +14,9 @@ from typing import Any
 
 import structlog
 
-_SECRET_KEYS = re.compile(r"(token|secret|password|authorization|signing_key|api_key|card)", re.I)
+_SECRET_KEYS = re.compile(
+    r"(token|secret|password|authorization|signing_key|private_key|api_key|card)", re.I
+)
 
 
 def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:

@@ -1,16 +1,18 @@
 """Settings shared by every service, read from ``SIGNOFF_*`` environment variables.
 
 Nested groups use ``__``: ``SIGNOFF_DB__URL``, ``SIGNOFF_AMQP__PREFIX``. Each service subclasses
-``ServiceSettings`` and adds its own group. Outside development, placeholder secrets are refused
-at start-up rather than discovered in production; so is any negative-control switch
-(``SIGNOFF_UNSAFE__*``) outside ``SIGNOFF_ENV=test``. ``load`` turns such a refusal into one clear
+``ServiceSettings`` and adds its own groups (the key groups of ``key_settings`` only where it
+needs them). With ``SIGNOFF_ENV=prod``, every group that holds a secret or key refuses a
+placeholder, a value too short, or one committed in this repository (``secret_policy``), at start-up
+rather than in production; any negative-control switch (``SIGNOFF_UNSAFE__*``) is refused
+outside ``SIGNOFF_ENV=test``. ``load`` turns such a refusal into one clear
 line on stderr and a non-zero exit instead of a traceback.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Literal, TypeVar
+from typing import ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 from pydantic import (
@@ -24,10 +26,35 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from signoff_runtime import secret_policy
+from signoff_runtime.key_settings import (
+    AuthSettings,
+    ContractSigningSettings,
+    ContractVerifyingSettings,
+    IssuerSettings,
+)
 from signoff_runtime.topology import ROLES, Role
 
-DEV_TOKEN_SECRET = "dev-only-token-secret-do-not-deploy-0000000000"  # noqa: S105
-DEV_CONTRACT_KEY = "dev-only-contract-key-do-not-deploy-000000000"
+__all__ = [
+    "AmqpSettings",
+    "AuthSettings",
+    "ContractSigningSettings",
+    "ContractVerifyingSettings",
+    "DatabaseSettings",
+    "IssuerSettings",
+    "LimitsSettings",
+    "ServiceSettings",
+    "UnsafeSettings",
+    "load",
+    "refusals",
+]
+
+
+@runtime_checkable
+class ProdChecked(Protocol):
+    """A settings group that knows which of its values production refuses."""
+
+    def prod_refusals(self) -> list[str]: ...
 
 
 class RolePasswords(BaseModel):
@@ -54,6 +81,12 @@ class DatabaseSettings(BaseModel):
     role_prefix: str = Field(default="signoff", pattern=r"^[a-z][a-z0-9_]{0,30}$")
     passwords: RolePasswords = RolePasswords()
 
+    def prod_refusals(self) -> list[str]:
+        # the default (a local server, no password) is no committed secret; a URL set is checked
+        if "url" not in self.model_fields_set:
+            return []
+        return secret_policy.url_refusals("SIGNOFF_DB__URL", self.url)
+
 
 class AmqpSettings(BaseModel):
     url: str = "amqp://guest:guest@127.0.0.1:5672/"
@@ -77,24 +110,13 @@ class AmqpSettings(BaseModel):
             return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
         return value
 
-
-class AuthSettings(BaseModel):
-    secret: SecretStr = SecretStr(DEV_TOKEN_SECRET)
-    issuer: str = "signoff"
-    audience: str = "signoff"
-    token_ttl_s: int = Field(default=3600, ge=30)
-    #: an external OpenID Connect issuer's key set; when set, only its tokens are accepted
-    #: (signed with one of ``jwks_algorithms``, never HS256 — see docs/security.md)
-    jwks_url: str | None = None
-    jwks_algorithms: list[str] = Field(default_factory=lambda: ["RS256"], min_length=1)
-    #: the claim naming the person's organization (an issuer may call it otherwise)
-    org_claim: str = Field(default="org", min_length=1)
-
-
-class ContractSettings(BaseModel):
-    signing_key: SecretStr = SecretStr(DEV_CONTRACT_KEY)
-    #: how long after the claim an executor may still start a contract
-    execute_within_s: int = Field(default=300, ge=1)
+    def prod_refusals(self) -> list[str]:
+        # the default's ``guest`` only reaches a broker on this host (RabbitMQ refuses it from
+        # elsewhere): commands that never use the broker need not set one; a URL set is checked
+        found = _shared_broker_users(self)
+        if "url" not in self.model_fields_set:
+            return found
+        return found + secret_policy.url_refusals("SIGNOFF_AMQP__URL", self.url)
 
 
 class LimitsSettings(BaseModel):
@@ -126,6 +148,8 @@ class UnsafeSettings(BaseModel):
     skip_execution_authz: bool = False
     #: consumers skip the sender check: any broker user may send any message (user_id ignored)
     any_sender: bool = False
+    #: token checks ignore the audience: an agent-audience token approves a proposal
+    accept_any_audience: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""
@@ -133,9 +157,17 @@ class UnsafeSettings(BaseModel):
 
 
 class ServiceSettings(BaseSettings):
+    """What every service reads. ``SIGNOFF_ENV`` defaults to ``dev`` here (libraries, tests and
+    the operator's CLI commands); ``signoff serve`` itself refuses to start without it."""
+
     model_config = SettingsConfigDict(
         env_prefix="SIGNOFF_", env_nested_delimiter="__", extra="ignore", env_file=None
     )
+
+    #: set by the services that check bearer tokens (agent, proposals): production refuses
+    #: their trusting the committed dev-only token key. The others never check a token, so
+    #: they need no ``SIGNOFF_AUTH__*`` at all.
+    checks_tokens: ClassVar[bool] = False
 
     env: Literal["dev", "test", "prod"] = "dev"
     log_level: str = "INFO"
@@ -143,7 +175,6 @@ class ServiceSettings(BaseSettings):
     db: DatabaseSettings = DatabaseSettings()
     amqp: AmqpSettings = AmqpSettings()
     auth: AuthSettings = AuthSettings()
-    contracts: ContractSettings = ContractSettings()
     limits: LimitsSettings = LimitsSettings()
     unsafe: UnsafeSettings = UnsafeSettings()
 
@@ -160,30 +191,40 @@ class ServiceSettings(BaseSettings):
         return unsafe
 
     @model_validator(mode="after")
-    def _refuse_placeholders(self) -> ServiceSettings:
+    def _refuse_unsafe_production(self) -> ServiceSettings:
+        # the switch travels with the auth group, the only place tokens are checked from
+        self.auth._accept_any_audience = self.unsafe.accept_any_audience
         if self.env == "prod":
-            if self.auth.secret.get_secret_value() == DEV_TOKEN_SECRET:
-                raise ValueError("SIGNOFF_AUTH__SECRET must be set outside development")
-            if self.contracts.signing_key.get_secret_value() == DEV_CONTRACT_KEY:
-                raise ValueError("SIGNOFF_CONTRACTS__SIGNING_KEY must be set outside development")
-            _refuse_shared_broker_users(self.amqp)
+            # an issuer's auth group checks its private key; a verifier's, the keys it trusts
+            skip = (
+                set() if self.checks_tokens or isinstance(self.auth, IssuerSettings) else {"auth"}
+            )
+            found = [
+                line
+                for name in type(self).model_fields
+                if name not in skip and isinstance(group := getattr(self, name), ProdChecked)
+                for line in group.prod_refusals()
+            ]
+            if found:
+                raise ValueError("; ".join(found))
         return self
 
 
-def _refuse_shared_broker_users(amqp: AmqpSettings) -> None:
+def _shared_broker_users(amqp: AmqpSettings) -> list[str]:
     """In ``prod`` every role has its own broker user, and none is ``guest``: with one shared
     user the sender check cannot tell the services apart."""
     missing = [role for role in ROLES if role != "cli" and not amqp.users.get(role)]
     if missing:
-        raise ValueError(
+        return [
             f"SIGNOFF_AMQP__USERS must name the broker user of every role in prod "
             f"(missing: {', '.join(missing)})"
-        )
+        ]
     named = [user for role in ROLES for user in amqp.users.get(role, [])]
     if len(named) != len(set(named)):
-        raise ValueError("SIGNOFF_AMQP__USERS: each role needs its own broker user(s) in prod")
+        return ["SIGNOFF_AMQP__USERS: each role needs its own broker user(s) in prod"]
     if "guest" in named or broker_user(amqp.url) == "guest":
-        raise ValueError("SIGNOFF_AMQP__USERS / SIGNOFF_AMQP__URL: 'guest' is refused in prod")
+        return ["SIGNOFF_AMQP__USERS / SIGNOFF_AMQP__URL: 'guest' is refused in prod"]
+    return []
 
 
 def broker_user(amqp_url: str) -> str:

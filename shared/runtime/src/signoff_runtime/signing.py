@@ -1,25 +1,54 @@
-"""Signing and checking execution contracts (HMAC-SHA256 over canonical JSON)."""
+"""Signing and checking execution contracts: Ed25519 over canonical JSON, with a key id.
+
+Only the proposals service holds the private key (``ContractSigningSettings``); executors hold
+public keys (``ContractVerifyingSettings``, ``kid`` → key, two during a rotation). So no other
+service — the agent, which talks to the model, least of all — can make a contract an executor
+runs, and an executor cannot make one either. The ``key_id`` a contract names only picks which
+trusted key to check with: naming another key cannot make a signature valid.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import base64
+import binascii
+import functools
 
-from pydantic import SecretStr
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from signoff_contracts.v1 import ExecutionContract
 
-
-def _digest(contract: ExecutionContract, key: SecretStr) -> str:
-    return hmac.new(
-        key.get_secret_value().encode(), contract.signing_payload(), hashlib.sha256
-    ).hexdigest()
+from signoff_runtime import keys
+from signoff_runtime.key_settings import ContractSigningSettings, ContractVerifyingSettings
 
 
-def sign(contract: ExecutionContract, key: SecretStr) -> ExecutionContract:
-    return contract.model_copy(update={"signature": _digest(contract, key)})
+@functools.lru_cache(maxsize=8)
+def _private(text: str) -> Ed25519PrivateKey:
+    return keys.private_key(text)
 
 
-def verify(contract: ExecutionContract, key: SecretStr) -> bool:
-    return bool(contract.signature) and hmac.compare_digest(
-        contract.signature, _digest(contract, key)
-    )
+@functools.lru_cache(maxsize=32)
+def _public(text: str) -> Ed25519PublicKey:
+    return keys.public_key(text)
+
+
+def sign(contract: ExecutionContract, settings: ContractSigningSettings) -> ExecutionContract:
+    key = _private(settings.signing_key.get_secret_value())
+    signature = keys.b64url(key.sign(contract.signing_payload()))
+    return contract.model_copy(update={"signature": signature, "key_id": settings.kid()})
+
+
+def verify(contract: ExecutionContract, settings: ContractVerifyingSettings) -> bool:
+    """Signed, by a key these settings trust, over exactly this content."""
+    if not contract.signature or not contract.key_id:
+        return False
+    trusted = settings.verify_keys.get(contract.key_id)
+    if trusted is None:
+        return False
+    try:
+        signature = base64.urlsafe_b64decode(
+            contract.signature + "=" * (-len(contract.signature) % 4)
+        )
+        _public(trusted).verify(signature, contract.signing_payload())
+    except (InvalidSignature, binascii.Error, ValueError):
+        return False
+    return True

@@ -1,24 +1,41 @@
-"""Bearer tokens: HS256 JWTs with ``sub``, ``org``, ``iss``, ``aud``, ``exp``.
+"""Bearer tokens: EdDSA (Ed25519) JWTs with a ``kid``, ``sub``, ``org``, ``iss``, ``aud``, ``exp``.
 
-The algorithm is fixed — a token announcing ``none`` or any other algorithm is refused before its
-signature is even considered — and every claim is required. With ``SIGNOFF_AUTH__JWKS_URL`` set,
-tokens come from an external OpenID Connect issuer instead: their key is looked up by ``kid`` in
-the issuer's key set and only the configured asymmetric algorithms are accepted (so an HS256
-token "signed" with the issuer's public key is refused), with the same audience, issuer and
-expiry checks; the organization is read from the configured claim. Errors say *that* a token is bad,
-never why in a way that leaks the secret; the token itself is never logged.
+Only an issuer can make one. The web (which signs people in) and ``signoff token`` hold the
+private key (``IssuerSettings``); services hold public keys only (``SIGNOFF_AUTH__PUBLIC_KEYS``,
+``kid`` → key, two during a rotation), so a service taken over can check tokens but not mint a
+manager's. Each API has its own audience: the agent's routes accept ``AGENT_AUDIENCE`` only, the
+proposals service's routes and approval commands ``PROPOSALS_AUDIENCE`` only — a person's agent
+token, which the agent holds while it works, never approves anything. ``issue_token`` without
+an audience issues a token for both (the operator's ``signoff token`` default).
+
+The algorithm is fixed: a token announcing ``none``, HS256 (even one "signed" with a public key)
+or anything but EdDSA is refused before its signature is considered, as is an unknown ``kid``.
+With ``SIGNOFF_AUTH__JWKS_URL`` set, tokens come from an external OpenID Connect issuer instead:
+its key is looked up by ``kid`` in the issuer's key set (``jwks``, fetched asynchronously with
+negative caching) and only the configured asymmetric algorithms are accepted. Errors say *that*
+a token is bad, never why in a way that leaks a key; the token itself is never logged.
 """
 
 from __future__ import annotations
 
+import functools
 import time
+from typing import Any
 
 import jwt
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict
 
-from signoff_runtime.settings import AuthSettings
+from signoff_runtime import jwks, keys
+from signoff_runtime.key_settings import AuthSettings, IssuerSettings
 
-ALGORITHM = "HS256"
+ALGORITHM = "EdDSA"
+#: the agent's HTTP API (conversations, the machine-facing propose, its event stream), and the
+#: person's token the agent forwards with a proposal or pause-point request
+AGENT_AUDIENCE = "signoff-agent"
+#: the proposals service's HTTP API and AMQP approval commands: what approving needs
+PROPOSALS_AUDIENCE = "signoff-proposals"
+AUDIENCES = (AGENT_AUDIENCE, PROPOSALS_AUDIENCE)
 
 
 class Claims(BaseModel):
@@ -33,76 +50,134 @@ class TokenInvalid(Exception):
     """The token is missing, malformed, mis-signed, expired, or for someone else."""
 
 
+class CannotSign(Exception):
+    """These settings hold no private key: only an issuer's (``IssuerSettings``) do."""
+
+
+def _signing_key(settings: AuthSettings) -> tuple[str, str]:
+    if isinstance(settings, IssuerSettings):
+        return settings.kid(), settings.private_key.get_secret_value()
+    # Verifying settings sign nothing of their own. As a convenience of development and tests
+    # (``issue_token(AuthSettings(), …)``), they sign with the committed dev-only key — only
+    # where that very key is trusted, which production refuses.
+    if settings.public_keys.get(keys.DEV_ONLY_TOKEN_KID) == keys.DEV_ONLY_TOKEN_PUBLIC_KEY:
+        return keys.DEV_ONLY_TOKEN_KID, keys.DEV_ONLY_TOKEN_PRIVATE_KEY
+    raise CannotSign("these settings hold public keys only; an issuer's private key is needed")
+
+
 def issue_token(
-    settings: AuthSettings, user_id: str, organization_id: str, ttl_s: int | None = None
+    settings: AuthSettings,
+    user_id: str,
+    organization_id: str,
+    ttl_s: int | None = None,
+    *,
+    audience: str | None = None,
 ) -> str:
+    """A token for ``audience`` (one of ``AUDIENCES``), or for both APIs when none is given."""
+    if audience is not None and audience not in AUDIENCES:
+        raise ValueError(f"unknown audience {audience!r}; one of {AUDIENCES}")
+    kid, private = _signing_key(settings)
     now = int(time.time())
     payload = {
         "sub": user_id,
         "org": organization_id,
         "iss": settings.issuer,
-        "aud": settings.audience,
+        "aud": list(AUDIENCES) if audience is None else audience,
         "iat": now,
         "exp": now + (ttl_s if ttl_s is not None else settings.token_ttl_s),
     }
-    return jwt.encode(payload, settings.secret.get_secret_value(), algorithm=ALGORITHM)
+    return jwt.encode(payload, _private(private), algorithm=ALGORITHM, headers={"kid": kid})
+
+
+@functools.lru_cache(maxsize=16)
+def _private(text: str) -> Any:
+    return keys.private_key(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _public(text: str) -> Ed25519PublicKey:
+    return keys.public_key(text)
 
 
 _REQUIRED = ["sub", "exp", "iss", "aud"]
-_jwks_clients: dict[str, jwt.PyJWKClient] = {}
 
 
-def _jwks_client(url: str) -> jwt.PyJWKClient:
-    """One cached client per key set: keys are fetched once and on an unknown ``kid``."""
-    client = _jwks_clients.get(url)
-    if client is None:
-        client = _jwks_clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=5)
-    return client
+def _header(token: str, allowed: list[str]) -> str:
+    """The token's ``kid``, once its announced algorithm is one of ``allowed``."""
+    header = jwt.get_unverified_header(token)
+    if header.get("alg") not in allowed:
+        raise TokenInvalid("unsupported algorithm")
+    kid = header.get("kid")
+    if not isinstance(kid, str) or not kid:
+        raise TokenInvalid("no key id")
+    return kid
 
 
-def _verify_external(settings: AuthSettings, token: str) -> Claims:
-    assert settings.jwks_url is not None
-    allowed = [alg for alg in settings.jwks_algorithms if not alg.upper().startswith("HS")]
-    try:
-        header = jwt.get_unverified_header(token)
-        if header.get("alg") not in allowed:
-            raise TokenInvalid("unsupported algorithm")
-        key = _jwks_client(settings.jwks_url).get_signing_key_from_jwt(token)
-        payload = jwt.decode(
-            token,
-            key.key,
-            algorithms=allowed,
-            audience=settings.audience,
-            issuer=settings.issuer,
-            options={"require": [*_REQUIRED, settings.org_claim]},
-        )
-    except jwt.PyJWTError as exc:
-        raise TokenInvalid(type(exc).__name__) from None
+def _decode(
+    settings: AuthSettings, token: str, key: Any, algorithms: list[str], audience: str
+) -> Claims:
+    any_audience = settings._accept_any_audience  # SIGNOFF_UNSAFE__ACCEPT_ANY_AUDIENCE, tests only
+    payload = jwt.decode(
+        token,
+        key,
+        algorithms=algorithms,
+        audience=None if any_audience else audience,
+        issuer=settings.issuer,
+        options={"require": [*_REQUIRED, settings.org_claim], "verify_aud": not any_audience},
+    )
     return Claims(
         sub=str(payload["sub"]), org=str(payload[settings.org_claim]), exp=int(payload["exp"])
     )
 
 
-def verify_token(settings: AuthSettings, token: str | None) -> Claims:
+def _external_algorithms(settings: AuthSettings) -> list[str]:
+    return [alg for alg in settings.jwks_algorithms if not alg.upper().startswith("HS")]
+
+
+def _jwks(settings: AuthSettings) -> jwks.JwksCache:
+    assert settings.jwks_url is not None
+    return jwks.cache_for(
+        settings.jwks_url,
+        cache_s=settings.jwks_cache_s,
+        miss_s=settings.jwks_miss_s,
+        timeout_s=settings.jwks_timeout_s,
+    )
+
+
+def verify_token(settings: AuthSettings, token: str | None, *, audience: str) -> Claims:
+    """The token's claims if it is valid for ``audience``; never does I/O.
+
+    With a JWKS URL, only keys already fetched are used: an unknown ``kid`` starts a background
+    fetch (at most one per ``jwks_miss_s``) and is refused. ``verify_token_async`` waits for it.
+    """
     if not token:
         raise TokenInvalid("missing token")
-    if settings.jwks_url:
-        return _verify_external(settings, token)
     try:
-        header = jwt.get_unverified_header(token)
-        if header.get("alg") != ALGORITHM:
-            raise TokenInvalid("unsupported algorithm")
-        payload = jwt.decode(
-            token,
-            settings.secret.get_secret_value(),
-            algorithms=[ALGORITHM],
-            audience=settings.audience,
-            issuer=settings.issuer,
-            options={"require": ["sub", "org", "exp", "iss", "aud"]},
-        )
+        if settings.jwks_url:
+            algorithms = _external_algorithms(settings)
+            found = _jwks(settings).cached(_header(token, algorithms))
+            if found is None:
+                _jwks(settings).refresh_soon()
+                raise TokenInvalid("unknown key id")
+            return _decode(settings, token, found.key, algorithms, audience)
+        kid = _header(token, [ALGORITHM])
+        if kid not in settings.public_keys:
+            raise TokenInvalid("unknown key id")
+        return _decode(settings, token, _public(settings.public_keys[kid]), [ALGORITHM], audience)
     except jwt.PyJWTError as exc:
         raise TokenInvalid(type(exc).__name__) from None
-    return Claims(sub=str(payload["sub"]), org=str(payload["org"]), exp=int(payload["exp"]))
+
+
+async def verify_token_async(settings: AuthSettings, token: str | None, *, audience: str) -> Claims:
+    """``verify_token``, first fetching an external issuer's key set if the ``kid`` is new to it
+    (asynchronously, shared with concurrent callers, not again within ``jwks_miss_s``)."""
+    if token and settings.jwks_url:
+        try:
+            kid = _header(token, _external_algorithms(settings))
+        except jwt.PyJWTError as exc:
+            raise TokenInvalid(type(exc).__name__) from None
+        await _jwks(settings).key(kid)
+    return verify_token(settings, token, audience=audience)
 
 
 def bearer(authorization: str | None) -> str | None:

@@ -1,8 +1,9 @@
 """Execution contracts (proposals → executor) and what becomes of them.
 
-A contract is signed: an HMAC over ``signing_payload()`` with a key only the proposals service
-and the executors hold. It is dated: ``execute_by`` is set from the database clock at claim, and
-an executor runs no contract after it.
+A contract is signed: an Ed25519 signature over ``signing_payload()`` with a key only the
+proposals service holds; executors hold the public keys, looked up by ``key_id``. It is dated:
+``execute_by`` is set from the database clock at claim, and an executor runs no contract after
+it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ class ExecutionContract(Envelope):
     approved_at: AwareDatetime
     execute_by: AwareDatetime
     signature: str = Field(default="", max_length=128)
+    key_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="Which of the proposals service's signing keys signed it (key rotation).",
+    )
 
     def signing_payload(self) -> bytes:
         """Canonical bytes the signature covers: sorted keys, no whitespace, UTC times."""
