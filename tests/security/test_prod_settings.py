@@ -25,6 +25,7 @@ from signoff_executor.settings import ExecutorSettings
 from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime import keys, secret_policy
 from signoff_runtime.settings import ServiceSettings, refusals
+from signoff_runtime.topology import ROLES
 from signoff_web.settings import DEV_SESSION_SECRET, WebSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +39,7 @@ def good_env() -> dict[str, str]:
         "SIGNOFF_ENV": "prod",
         "SIGNOFF_DB__URL": f"postgresql+asyncpg://signoff:{secrets.token_urlsafe(18)}@db/signoff",
         "SIGNOFF_AMQP__URL": f"amqp://web:{secrets.token_urlsafe(18)}@rabbitmq:5672/",
+        "SIGNOFF_AMQP__USERS": json.dumps({role: role for role in ROLES}),
         "SIGNOFF_AUTH__PUBLIC_KEYS": json.dumps({"t1": token_public}),
         "SIGNOFF_AUTH__PRIVATE_KEY": token_private,
         "SIGNOFF_CONTRACTS__SIGNING_KEY": contract_private,
@@ -132,10 +134,16 @@ def test_prod_refuses_committed_placeholder_and_short_secrets(
 @pytest.mark.parametrize(
     ("settings_class", "expected"),
     [
-        (WebSettings, ["SIGNOFF_AUTH__PRIVATE_KEY", "SIGNOFF_WEB__SESSION_SECRET"]),
-        (ProposalsSettings, ["SIGNOFF_AUTH__PUBLIC_KEYS", "SIGNOFF_CONTRACTS__SIGNING_KEY"]),
-        (AgentSettings, ["SIGNOFF_AUTH__PUBLIC_KEYS"]),
-        (ExecutorSettings, ["SIGNOFF_CONTRACTS__VERIFY_KEYS"]),
+        (
+            WebSettings,
+            ["SIGNOFF_AMQP__USERS", "SIGNOFF_AUTH__PRIVATE_KEY", "SIGNOFF_WEB__SESSION_SECRET"],
+        ),
+        (
+            ProposalsSettings,
+            ["SIGNOFF_AMQP__USERS", "SIGNOFF_AUTH__PUBLIC_KEYS", "SIGNOFF_CONTRACTS__SIGNING_KEY"],
+        ),
+        (AgentSettings, ["SIGNOFF_AMQP__USERS", "SIGNOFF_AUTH__PUBLIC_KEYS"]),
+        (ExecutorSettings, ["SIGNOFF_AMQP__USERS", "SIGNOFF_CONTRACTS__VERIFY_KEYS"]),
     ],
 )
 def test_with_nothing_configured_prod_names_each_committed_default_a_service_uses(

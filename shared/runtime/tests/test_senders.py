@@ -101,7 +101,7 @@ def _prod(**amqp: object) -> ServiceSettings:
 
 
 def test_prod_refuses_shared_or_guest_broker_users() -> None:
-    url = "amqp://signoff-proposals:pw@rabbitmq:5672/"
+    url = "amqp://signoff-proposals:a-long-enough-broker-password@rabbitmq:5672/"
     assert _prod(url=url, users=USERS).amqp.users == USERS
     with pytest.raises(ValidationError, match="every role"):
         _prod(url=url)
