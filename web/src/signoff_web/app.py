@@ -54,7 +54,8 @@ def create_app(
     app.include_router(pages.router)
     app.include_router(actions.router)
     pages.install_errors(app)
-    install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok})
+    # with the settings: the body limits are SIGNOFF_LIMITS__*, as on every other service
+    install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok}, settings)
 
     @app.middleware("http")
     async def security_headers(request, call_next):  # type: ignore[no-untyped-def]
