@@ -21,7 +21,7 @@ from signoff_runtime.registry import Operations, load_operations
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
-from signoff_web import actions, pages
+from signoff_web import actions, leaving, pages
 from signoff_web.apis import Apis
 from signoff_web.commands import Commands
 from signoff_web.settings import WebSettings
@@ -53,6 +53,7 @@ def create_app(
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(pages.router)
     app.include_router(actions.router)
+    app.include_router(leaving.router)
     pages.install_errors(app)
     # with the settings: the body limits are SIGNOFF_LIMITS__*, as on every other service
     install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok}, settings)
