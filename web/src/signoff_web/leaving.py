@@ -14,8 +14,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from signoff_web import sessions
-from signoff_web.context import render, settings
+from signoff_web.context import optional_session, render
 from signoff_web.richtext import openable
 
 router = APIRouter()
@@ -25,8 +24,7 @@ MAX_URL = 4096
 @router.get("/leave", response_class=HTMLResponse)
 async def leave(request: Request, to: str = "") -> Response:
     destination = to[:MAX_URL]
-    secret = settings(request).web.session_secret.get_secret_value()
-    who = sessions.load(request.cookies.get(sessions.COOKIE), secret)
+    who = optional_session(request)
     can_open = openable(destination)
     host = urlsplit(destination).hostname if can_open else None
     response = render(

@@ -20,6 +20,12 @@ class WebGroup(BaseModel):
     #: set behind HTTPS so the cookie never travels in clear
     secure_cookies: bool = False
     http_timeout_s: float = Field(default=30.0, gt=0)
+    #: sign-in attempts per minute from one address (every attempt counts), and failed ones per
+    #: minute for one account (whatever the address): beyond either, ``429`` with Retry-After.
+    #: Per process, like every rate here; the address is the peer uvicorn reports (behind a
+    #: proxy, set FORWARDED_ALLOW_IPS so it is the client's)
+    signin_per_minute_per_address: int = Field(default=20, ge=1)
+    signin_failures_per_minute_per_account: int = Field(default=5, ge=1)
 
 
 class WebSettings(ServiceSettings):

@@ -138,6 +138,13 @@ class TokenBuckets:
     clock: Callable[[], float] = time.monotonic
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
 
+    def peek(self, key: str) -> float:
+        """What ``take`` would answer, taking nothing (to count only failures, say)."""
+        now = self.clock()
+        tokens, last = self._buckets.get(key, (float(self.rate), now))
+        tokens = min(float(self.rate), tokens + (now - last) * self.rate / 60.0)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) * 60.0 / self.rate
+
     def take(self, key: str) -> float:
         """0 if allowed now, else the seconds until one request would be."""
         now = self.clock()
