@@ -219,3 +219,25 @@ async def test_an_old_scrypt_hash_signs_in_through_the_web_and_is_upgraded(
             select(t.users.c.password_hash).where(t.users.c.id == viewer["id"])
         )
     assert str(stored).startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+
+
+async def test_an_operator_ends_every_session_of_a_person_from_the_cli(
+    build: Callable[..., Any], client: Client, club: dict[str, Any], database_url: str
+) -> None:
+    import asyncio
+
+    from signoff_web.cli import app as cli
+    from typer.testing import CliRunner
+
+    app = build()
+    viewer = club["users"]["viewer"]
+    cookies = [await _signed_in_cookie(client(app, f"192.0.2.{i}"), viewer) for i in (30, 31)]
+    http = client(app)
+    assert all([(await http.get("/", headers=_as(c))).status_code == 200 for c in cookies])
+    env = {"SIGNOFF_DB__URL": database_url, "SIGNOFF_ENV": "test"}
+    args = ["revoke-sessions", "--user", viewer["id"]]
+    result = await asyncio.to_thread(CliRunner().invoke, cli, args, env=env)
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "2"
+    for cookie in cookies:
+        assert (await http.get("/", headers=_as(cookie))).status_code == 303
