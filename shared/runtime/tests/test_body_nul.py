@@ -18,6 +18,16 @@ from signoff_runtime.limits import BodyLimitMiddleware, holds_nul
         (b"reason=a%00b", b"application/x-www-form-urlencoded", True),
         (b"reason=a%2500b", b"application/x-www-form-urlencoded", False),
         (b"raw\x00bytes", b"application/octet-stream", True),
+        # whatever the type says: FastAPI parses an undeclared or capitalised JSON body as JSON
+        (b'{"a": "x\\u0000y"}', b"APPLICATION/JSON", True),
+        (b'{"a": "x\\u0000y"}', b"", True),
+        (b'{"a": "x\\u0000y"}', b"text/plain", True),
+        (b"reason=a%00b", b"Application/X-WWW-Form-Urlencoded; charset=utf-8", True),
+        (b"reason=a%00b", b"text/plain", True),
+        (b"raw\x00text", b"text/plain", True),
+        # a JSON body is never percent-decoded: "%00" in it is text
+        (b'{"a": "50%00"}', b"application/json", False),
+        (b'{"a": "50%00"}', b"application/problem+json; charset=utf-8", False),
     ],
 )
 def test_holds_nul(body: bytes, content_type: bytes, refused: bool) -> None:

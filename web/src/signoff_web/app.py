@@ -1,9 +1,10 @@
 """The web service's process: pages, a publisher-only broker for approval commands, HTTP clients.
 
-The web owns no tables. It reads the club's read model (sign-in, the lists to start from) from
-the database, everything about conversations and proposals from the agent's and the proposals
-service's HTTP APIs with the person's own short-lived token, and sends decisions as AMQP
-request-reply commands.
+The web owns one table, its sessions (schema ``web``, see ``tables``), so that sign-out ends a
+session on the server. It signs people in through the ``signoff.directory`` entry point, reads
+the club's read model (the lists to start from) from the database, everything about
+conversations and proposals from the agent's and the proposals service's HTTP APIs with the
+person's own short-lived token, and sends decisions as AMQP request-reply commands.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from signoff_runtime.http import install_standard_routes
-from signoff_runtime.registry import Operations, load_operations
+from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
-from signoff_web import actions, pages
+from signoff_web import actions, leaving, pages, session_store, signin
 from signoff_web.apis import Apis
 from signoff_web.commands import Commands
 from signoff_web.settings import WebSettings
@@ -30,9 +31,14 @@ HERE = Path(__file__).parent
 
 
 def create_app(
-    settings: WebSettings | None = None, operations: Operations | None = None
+    settings: WebSettings | None = None,
+    operations: Operations | None = None,
+    directory: signin.Authenticator | None = None,
 ) -> FastAPI:
     settings = settings or WebSettings()
+    found = directory or load_directory()
+    if not isinstance(found, signin.Authenticator):
+        raise RuntimeError("the signoff.directory entry point cannot sign people in (authenticate)")
     runtime = Runtime.build("web", settings)
     http = httpx.AsyncClient(timeout=settings.web.http_timeout_s)
 
@@ -46,6 +52,8 @@ def create_app(
     app.state.settings = settings
     app.state.engine = runtime.engine
     app.state.operations = operations or load_operations()
+    app.state.directory = found
+    app.state.signin_limits = signin.SignInLimits(settings.web)
     app.state.apis = Apis(
         http, settings.web.agent_url.rstrip("/"), settings.web.proposals_url.rstrip("/")
     )
@@ -56,10 +64,15 @@ def create_app(
         runtime.senders.me,
     )
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.include_router(signin.router)
     app.include_router(pages.router)
     app.include_router(actions.router)
+    app.include_router(leaving.router)
     pages.install_errors(app)
-    install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok})
+    # inside the body limits (installed next): an oversized body is refused before any lookup
+    session_store.install(app, settings, runtime.engine)
+    # with the settings: the body limits are SIGNOFF_LIMITS__*, as on every other service
+    install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok}, settings)
 
     @app.middleware("http")
     async def security_headers(request, call_next):  # type: ignore[no-untyped-def]

@@ -10,22 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from markdown_it import MarkdownIt
-from markupsafe import Markup
 from signoff_contracts.operations import Actor, Locale, Scope
 from signoff_runtime.registry import Operations, UnknownOperation
 
 from signoff_web import texts
+from signoff_web.richtext import markdown as markdown  # model text, links made safe
 from signoff_web.sessions import Session
 
 FINAL = {"succeeded", "failed", "declined", "expired", "superseded", "revision_required"}
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False}).disable(["image"])
-
-
-def markdown(text: str | None) -> Markup:
-    """Model-written text as safe markdown: raw HTML is escaped, never passed through;
-    ``javascript:`` and other unsafe links are refused by markdown-it's link validation."""
-    return Markup(_md.render(text or ""))  # noqa: S704 — html disabled: output is escaped
 
 
 def proposal(view: dict[str, Any], session: Session, operations: Operations) -> dict[str, Any]:

@@ -52,10 +52,15 @@ def apis(request: Request) -> Apis:
 
 
 def session(request: Request) -> Session:
-    secret = settings(request).web.session_secret.get_secret_value()
-    found = sessions.load(request.cookies.get(sessions.COOKIE), secret)
+    """The live session ``session_store``'s middleware found for this request, or sign in."""
+    found: Session | None = getattr(request.state, "session", None)
     if found is None:
         raise SignInRequired
+    return found
+
+
+def optional_session(request: Request) -> Session | None:
+    found: Session | None = getattr(request.state, "session", None)
     return found
 
 

@@ -1,4 +1,4 @@
-"""The pages: sign-in and out, where to start, a conversation, the inbox, one proposal's audit.
+"""The pages: where to start, a conversation, the inbox, one proposal's audit (sign-in: ``signin``).
 
 Pages that change live (a conversation, the inbox) have a ``/live`` fragment that the page's
 script polls each second; it carries a ``data-version`` digest of what it shows, so the page
@@ -11,56 +11,15 @@ import asyncio
 import hashlib
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Form, HTTPException, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from signoff_club.directory import authenticate
 
-from signoff_web import cards, resources, sessions
+from signoff_web import cards, resources
 from signoff_web.apis import ApiError, Tokens
-from signoff_web.context import SignInRequired, apis, render, session, settings, tokens
+from signoff_web.context import SignInRequired, apis, render, session, tokens
 
 router = APIRouter()
 ROLES_SHOWN = ("user", "assistant", "app")
-
-
-@router.get("/signin", response_class=HTMLResponse)
-async def signin_page(request: Request) -> Response:
-    return render(request, "signin.html", None, error=False)
-
-
-@router.post("/signin")
-async def signin(request: Request, email: str = Form(...), password: str = Form(...)) -> Response:
-    # sign-in has no session yet; SameSite=Lax and the origin check stop cross-site posts
-    origin = request.headers.get("origin")
-    if origin and origin.rstrip("/") != str(request.base_url).rstrip("/"):
-        raise HTTPException(403, "cross-site sign-in")
-    async with request.app.state.engine.connect() as conn:
-        member = await authenticate(conn, email[:320], password[:1024])
-    if member is None:
-        return render(request, "signin.html", None, status_code=401, error=True)
-    s = settings(request).web
-    started = sessions.Session.start(member, s.session_ttl_s)
-    response = RedirectResponse("/", status_code=303)
-    response.set_cookie(
-        sessions.COOKIE,
-        sessions.dump(started, s.session_secret.get_secret_value()),
-        max_age=s.session_ttl_s,
-        httponly=True,
-        samesite="lax",
-        secure=bool(s.secure_cookies),
-        path="/",
-    )
-    return response
-
-
-@router.post("/signout")
-async def signout(request: Request, csrf: str = Form("")) -> Response:
-    who = session(request)
-    if not sessions.csrf_ok(who, csrf):
-        raise HTTPException(403, "csrf")
-    response = RedirectResponse("/signin", status_code=303)
-    response.delete_cookie(sessions.COOKIE, path="/")
-    return response
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -5,6 +5,10 @@ a random CSRF secret; it is HttpOnly and SameSite=Lax. Every form carries the CS
 is checked against the session in constant time (a session-bound token: a cross-site page can
 neither read it nor forge it). Nothing here is a bearer credential for the APIs: the web issues
 a short-lived token for each request from the session (``tokens.issue_token``).
+
+The cookie also names its server-side row (``sid``, see ``session_store``): a signature alone
+cannot be taken back, the row can — sign-out revokes it, and a cookie whose row is revoked,
+expired or missing is no session at all.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ class Session:
     name: str
     csrf: str
     exp: int
+    #: the id of the session's row in ``web.sessions`` (none: not a live session)
+    sid: str = ""
 
     @classmethod
     def start(cls, member: Membership, ttl_s: int) -> Session:
@@ -43,6 +49,7 @@ class Session:
             name=member.display_name,
             csrf=secrets.token_urlsafe(24),
             exp=int(time.time()) + ttl_s,
+            sid=secrets.token_urlsafe(32),
         )
 
 

@@ -28,6 +28,12 @@ class WebGroup(BaseModel):
     #: the cookie travels only over HTTPS; unset: on in ``prod`` (where ``false`` is refused)
     secure_cookies: bool | None = None
     http_timeout_s: float = Field(default=30.0, gt=0)
+    #: sign-in attempts per minute from one address (every attempt counts), and failed ones per
+    #: minute for one account (whatever the address): beyond either, ``429`` with Retry-After.
+    #: Per process, like every rate here; the address is the peer uvicorn reports (behind a
+    #: proxy, set FORWARDED_ALLOW_IPS so it is the client's)
+    signin_per_minute_per_address: int = Field(default=20, ge=1)
+    signin_failures_per_minute_per_account: int = Field(default=5, ge=1)
 
     def prod_refusals(self) -> list[str]:
         out = []

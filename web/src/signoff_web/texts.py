@@ -18,6 +18,26 @@ UI: dict[str, dict[Locale, str]] = {
         "en": "Unknown email or wrong password.",
         "fr": "Courriel inconnu ou mot de passe erroné.",
     },
+    "signin_rate_limited": {
+        "en": "Too many sign-in attempts. Try again in {seconds} seconds.",
+        "fr": "Trop de tentatives de connexion. Réessayez dans {seconds} secondes.",
+    },
+    # the /leave page: a link a model wrote, to another site, opened only once the person asks
+    "leave_title": {"en": "Leaving signoff", "fr": "Vous quittez signoff"},
+    "leave_warning": {
+        "en": "The assistant's message links to another site. Check the full address before "
+        "you go: signoff does not vouch for it.",
+        "fr": "Le message de l'assistant mène à un autre site. Vérifiez l'adresse complète "
+        "avant d'y aller : signoff ne s'en porte pas garant.",
+    },
+    "leave_host": {"en": "Site", "fr": "Site"},
+    "leave_address": {"en": "Full address", "fr": "Adresse complète"},
+    "leave_continue": {"en": "Open this address", "fr": "Ouvrir cette adresse"},
+    "leave_back": {"en": "Stay on signoff", "fr": "Rester sur signoff"},
+    "leave_unopenable": {
+        "en": "This address cannot be opened from here.",
+        "fr": "Cette adresse ne peut pas être ouverte d'ici.",
+    },
     "home": {"en": "Start", "fr": "Accueil"},
     "inbox": {"en": "Approvals", "fr": "Approbations"},
     "orders": {"en": "Orders", "fr": "Commandes"},

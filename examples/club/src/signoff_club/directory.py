@@ -2,19 +2,30 @@
 
 Roles are read at the moment of asking (approval, token issue), never cached: a manager
 removed from a club loses the power to approve in the same instant.
+
+``authenticate`` is how the web signs people in (through the ``signoff.directory`` entry
+point). Password hashing runs in a worker thread, never on the event loop; a hash of an older
+scheme or weaker parameters (``passwords.needs_rehash``) is replaced by an argon2id one after a
+successful sign-in — best effort: where the caller's role may not write ``club.users`` the
+old hash stays (it still verifies) and a warning says so.
 """
 
 from __future__ import annotations
 
+import asyncio
 from functools import cache
 from typing import Any
 
+import structlog
 from signoff_contracts.operations import Membership
 from sqlalchemy import Row, Select, select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_club import tables as t
-from signoff_club.passwords import hash_password, verify_password
+from signoff_club.passwords import hash_password, needs_rehash, verify_password
+
+log = structlog.get_logger(__name__)
 
 _COLUMNS = (
     t.memberships.c.user_id,
@@ -84,19 +95,39 @@ class ClubDirectory:
                 )
             )
         ).first()
-        if not verify_password(password, user.password_hash if user else _decoy_hash()):
+        stored = user.password_hash if user else await asyncio.to_thread(_decoy_hash)
+        if not await asyncio.to_thread(verify_password, password, stored):
             return None
         if user is None:
             return None
+        if needs_rehash(stored):
+            await _upgrade_hash(conn, user.id, stored, password)
         if organization_id is not None:
             return await self.membership(conn, user.id, organization_id)
         found = await self.memberships(conn, user.id)
         return found[0] if found else None
 
 
+async def _upgrade_hash(conn: AsyncConnection, user_id: str, old: str, password: str) -> None:
+    """Replace ``old`` by an argon2id hash of the password that just verified against it (only
+    if it is still the stored one: a concurrent change of password wins)."""
+    new = await asyncio.to_thread(hash_password, password)
+    try:
+        async with conn.begin_nested():
+            await conn.execute(
+                t.users.update()
+                .where(t.users.c.id == user_id, t.users.c.password_hash == old)
+                .values(password_hash=new)
+            )
+    except DBAPIError as exc:  # e.g. a read-only role: the old hash still verifies
+        log.warning("directory.rehash_refused", user_id=user_id, error=type(exc.orig).__name__)
+        return
+    log.info("directory.password_rehashed", user_id=user_id, scheme="argon2id")
+
+
 @cache
 def _decoy_hash() -> str:
-    """Verified against for unknown emails, so they cost the same scrypt as known ones."""
+    """Verified against for unknown emails, so they cost the same argon2id as known ones."""
     return hash_password("not-a-password-anyone-has")
 
 

@@ -6,6 +6,7 @@ tests never trip over each other's rows and a second seed never fails on a uniqu
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from functools import cache
 from typing import Any
@@ -51,7 +52,7 @@ async def _user(conn: AsyncConnection, org_id: str, role: str, suffix: str) -> d
             email=email,
             display_name=display_name,
             locale=locale,
-            password_hash=_demo_hash(PASSWORDS[role]),
+            password_hash=await asyncio.to_thread(_demo_hash, PASSWORDS[role]),
         )
     )
     await conn.execute(
@@ -62,8 +63,8 @@ async def _user(conn: AsyncConnection, org_id: str, role: str, suffix: str) -> d
 
 @cache
 def _demo_hash(password: str) -> str:
-    """Demo passwords are published, so one hash (one scrypt) per process serves every demo
-    user: seeding stays fast enough to run per test."""
+    """Demo passwords are published, so one hash (one argon2id, in a worker thread: never on the
+    event loop) per process serves every demo user: seeding stays fast enough to run per test."""
     return hash_password(password)
 
 

@@ -56,3 +56,77 @@ async def test_memberships_by_email_match_whatever_case_was_typed(
         assert await directory.memberships(conn, "nobody@club.example") == []
         # an id is never read as an address, nor an address as an id
         assert await directory.memberships(conn, manager["email"].split("@")[0]) == []
+
+
+async def test_an_old_scrypt_hash_signs_in_and_is_replaced_by_argon2id(
+    engine: AsyncEngine, refund_world: RefundWorld
+) -> None:
+    """Rows written before argon2id keep working; the first sign-in upgrades them."""
+    from signoff_club import tables as t
+    from signoff_club.passwords import scrypt_hash
+
+    viewer = refund_world.organization["users"]["viewer"]
+    old = scrypt_hash(viewer["password"], b"fixed-salt-16byt")
+    async with engine.begin() as conn:
+        await conn.execute(
+            t.users.update().where(t.users.c.id == viewer["id"]).values(password_hash=old)
+        )
+    async with engine.begin() as conn:
+        assert await authenticate(conn, viewer["email"], "wrong") is None
+    async with engine.connect() as conn:
+        assert await _stored(conn, viewer["id"]) == old  # a failed sign-in changes nothing
+    async with engine.begin() as conn:
+        signed_in = await authenticate(conn, viewer["email"], viewer["password"])
+        assert signed_in is not None and signed_in.user_id == viewer["id"]
+    async with engine.connect() as conn:
+        upgraded = await _stored(conn, viewer["id"])
+    assert upgraded.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+    async with engine.connect() as conn:
+        again = await authenticate(conn, viewer["email"], viewer["password"])
+    assert again is not None and again.user_id == viewer["id"]
+
+
+async def test_hashing_never_runs_on_the_event_loop(
+    engine: AsyncEngine, refund_world: RefundWorld
+) -> None:
+    """While a sign-in hashes, the loop keeps running: no pause between two ticks of a ticker
+    comes near the time one verification takes (inline, one pause would be all of it)."""
+    import asyncio
+    import time
+
+    from signoff_club.passwords import hash_password, verify_password
+
+    stored = hash_password("x")
+    started = time.perf_counter()
+    verify_password("wrong", stored)
+    one_verification = time.perf_counter() - started
+
+    manager = refund_world.organization["users"]["manager"]
+    gaps: list[float] = []
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not stop.is_set():
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    task = asyncio.create_task(ticker())
+    async with engine.connect() as conn:
+        found = await authenticate(conn, manager["email"], "wrong-password")
+    stop.set()
+    await task
+    assert found is None
+    assert max(gaps) < one_verification * 0.8, (max(gaps), one_verification)
+
+
+async def _stored(conn: object, user_id: str) -> str:
+    from signoff_club import tables as t
+    from sqlalchemy import select
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
+    assert isinstance(conn, AsyncConnection)
+    value = await conn.scalar(select(t.users.c.password_hash).where(t.users.c.id == user_id))
+    return str(value)

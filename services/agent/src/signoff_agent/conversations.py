@@ -8,7 +8,9 @@
   (``Accept: text/event-stream``); 409 while another turn runs;
 - ``GET /v1/conversations/{id}`` — every message in order, rendered in the viewer's locale,
   with the cards (proposals, pause points) and their current status;
-- ``GET /v1/conversations/{id}/events`` — server-sent events of what happens next.
+- ``GET /v1/conversations/{id}/events`` — server-sent events of what happens next; the stream
+  closes once the caller is no longer a member, and a person may hold only a few open at once
+  (``429 too_many_streams``).
 
 The organization is always the token's; a conversation of another organization is not found.
 """
@@ -17,14 +19,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Header, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from signoff_contracts.operations import Directory, Membership, Scope
-from signoff_runtime.problems import Problem
+from signoff_runtime.problems import Problem, problem_response
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AuthSettings
 from sqlalchemy import Row
@@ -64,6 +66,10 @@ class Conversations:
     turns: Turns
     hub: streams.Hub
     group: AgentGroup
+    stream_limit: streams.StreamLimit = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stream_limit = streams.StreamLimit(self.group.max_streams_per_person)
 
     async def member(self, authorization: str | None) -> Membership:
         async with self.engine.connect() as conn:
@@ -179,7 +185,7 @@ async def conversation_events(
     authorization: str | None = Header(default=None),
     last_event_id: str | None = Header(default=None),
     after: int | None = None,
-) -> StreamingResponse:
+) -> Response:
     """From ``Last-Event-ID`` (a reconnect) or ``?after=`` if given, else from now on."""
     agent = _agent(request)
     member = await agent.member(authorization)
@@ -198,5 +204,24 @@ async def conversation_events(
         agent.operations,
         agent.group.stream_keepalive_s,
         request.is_disconnected,
+        still_member=lambda: _still_member(agent, member),
+        recheck_s=agent.group.stream_membership_check_s,
     )
+    if not agent.stream_limit.admit(f"{member.organization_id}/{member.user_id}", events):
+        refused = problem_response(
+            Problem(
+                429,
+                "too_many_streams",
+                "Too many open event streams; close one first.",
+                limit=agent.stream_limit.cap,
+            )
+        )
+        refused.headers["Retry-After"] = str(int(agent.group.stream_keepalive_s) + 1)
+        return refused
     return StreamingResponse(events, media_type=SSE, headers={"Cache-Control": "no-store"})
+
+
+async def _still_member(agent: Conversations, member: Membership) -> bool:
+    async with agent.engine.connect() as conn:
+        found = await agent.directory.membership(conn, member.user_id, member.organization_id)
+    return found is not None

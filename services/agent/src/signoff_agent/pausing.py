@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import Membership
 from signoff_contracts.reasons import Reason
+from signoff_contracts.secret_fields import secret_field
 from signoff_contracts.v1 import PausePointRequested, PausePointRequestReply, PausePointView
 from signoff_runtime.rpc import Requester, RequestFailed
 from signoff_runtime.settings import AmqpSettings
@@ -31,7 +32,9 @@ DESCRIPTION = (
     "which shows the person the exact change for approval. Limits: title at most 80 "
     "characters, at most 8 options; payload and form_schema are JSON objects written as "
     "strings (form_schema only with kind data_entry: a flat object schema of string, integer, "
-    "number or boolean fields)."
+    "number or boolean fields). A form may NEVER ask for a secret: no password, passcode, PIN, "
+    "card number, CVV/CVC, IBAN, social security number, token, API key or other credential "
+    "(by field name or title), no `format: password`, no `writeOnly`; such a form is refused."
 )
 _FIELD_TYPES = frozenset({"string", "integer", "number", "boolean"})
 _FIELD_KEYS = frozenset({"type", "title", "enum", "maxLength", "minimum", "maximum"})
@@ -120,6 +123,12 @@ def _check_form(schema: dict[str, Any]) -> None:
     if not isinstance(properties, dict) or not 1 <= len(properties) <= 20:
         raise PauseInvalid("form_schema", "properties must hold 1 to 20 fields")
     for name, spec in properties.items():
+        if secret_field(str(name), spec):
+            raise PauseInvalid(
+                "form_schema",
+                f"field {name!r} asks for a secret (a password, PIN, card number, security code, "
+                "IBAN, token or key): a form may never ask for one; ask for nothing secret",
+            )
         if not isinstance(spec, dict) or spec.get("type") not in _FIELD_TYPES:
             raise PauseInvalid(
                 "form_schema",

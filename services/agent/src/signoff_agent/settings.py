@@ -34,6 +34,11 @@ class AgentGroup(BaseModel):
     turn_sweep_s: float = Field(default=5.0, gt=0)
     #: the events stream's keep-alive comment interval
     stream_keepalive_s: float = Field(default=15.0, gt=0)
+    #: how often an open events stream checks that its person is still a member (it closes
+    #: when not): a removed member stops seeing the conversation within this bound
+    stream_membership_check_s: float = Field(default=30.0, gt=0, le=30)
+    #: open events streams per person and process; beyond it ``429 too_many_streams``
+    max_streams_per_person: int = Field(default=5, ge=1, le=100)
 
 
 class AgentSettings(ServiceSettings):

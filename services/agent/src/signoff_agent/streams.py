@@ -7,14 +7,21 @@ missed between wake-ups, a reconnect resumes from ``Last-Event-ID``, and replica
 shared memory — a message written by any process (a turn started by an event included) reaches
 every stream. Without notifications (the listener reconnecting) streams still poll at the
 keep-alive interval.
+
+A stream is a long-lived read: the person's membership is checked again every
+``stream_membership_check_s`` (30 s at most), and the stream ends with a ``closed`` event
+(``{"reason": "not_a_member"}``) once they are no longer in the organization. A person has at
+most ``max_streams_per_person`` streams open in one process (``StreamLimit``); beyond it the
+route answers ``429 too_many_streams``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -65,6 +72,29 @@ class Hub:
             await conn.close()
 
 
+class StreamLimit:
+    """At most ``cap`` open event streams per person in this process.
+
+    It holds the streams weakly and counts those not yet finished: a stream that ends, or whose
+    response is dropped before it ever started (the client left at once), stops counting with no
+    bookkeeping that a cancelled request could skip.
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._streams: dict[str, weakref.WeakSet[Any]] = defaultdict(weakref.WeakSet)
+
+    def open_count(self, person: str) -> int:
+        return sum(1 for stream in self._streams[person] if stream.ag_frame is not None)
+
+    def admit(self, person: str, stream: AsyncIterator[str]) -> bool:
+        """Count ``stream`` as ``person``'s if they are under the cap; else ``False``."""
+        if self.open_count(person) >= self.cap:
+            return False
+        self._streams[person].add(stream)
+        return True
+
+
 def frame(seq: int | None, event: str, data: dict[str, Any]) -> str:
     head = f"id: {seq}\n" if seq is not None else ""
     return f"{head}event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
@@ -92,13 +122,24 @@ async def follow(
     operations: Operations,
     keepalive_s: float,
     disconnected: Callable[[], Any],
+    *,
+    still_member: Callable[[], Awaitable[bool]] | None = None,
+    recheck_s: float = 30.0,
 ) -> AsyncIterator[str]:
-    """Frames for every journal entry after ``after_seq``, until the client goes away."""
+    """Frames for every journal entry after ``after_seq``, until the client goes away or the
+    person is no longer a member (``still_member``, asked every ``recheck_s``)."""
     wake = hub.subscribe(conversation_id)
     last = after_seq
+    clock = asyncio.get_running_loop().time
+    checked = clock()
     try:
         yield ": connected\n\n"
         while not await disconnected():
+            if still_member is not None and clock() - checked >= recheck_s:
+                if not await still_member():
+                    yield frame(None, "closed", {"reason": "not_a_member"})
+                    return
+                checked = clock()
             wake.clear()
             async with engine.connect() as conn:
                 rows = await repo.journal_after(conn, conversation_id, last)
@@ -110,7 +151,7 @@ async def follow(
             if rows:
                 continue
             try:
-                await asyncio.wait_for(wake.wait(), keepalive_s)
+                await asyncio.wait_for(wake.wait(), min(keepalive_s, recheck_s))
             except TimeoutError:
                 yield ": keep-alive\n\n"
     finally:

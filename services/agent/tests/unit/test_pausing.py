@@ -98,3 +98,26 @@ def test_the_tool_schema_is_strict_and_steers_changes_to_the_propose_tools() -> 
     assert set(schema["required"]) == set(WaitForApprovalArgs.model_fields)
     assert schema["properties"]["payload"]["anyOf"][0]["type"] == "string"
     assert "propose_" in pausing.DESCRIPTION and "NO side effect" in pausing.DESCRIPTION
+
+
+@pytest.mark.parametrize(
+    "field_spec",
+    [
+        {"card_number": {"type": "string"}},
+        {"cvv": {"type": "string", "maxLength": 4}},
+        {"code": {"type": "string", "title": "Your PIN"}},
+        {"secret": {"type": "string", "format": "password"}},
+        {"value": {"type": "string", "writeOnly": True}},
+    ],
+)
+def test_a_form_asking_for_a_secret_is_a_tool_error_naming_the_field(
+    field_spec: dict[str, Any],
+) -> None:
+    schema = {"type": "object", "properties": {"email": {"type": "string"}, **field_spec}}
+    with pytest.raises(PauseInvalid) as raised:
+        check(_args(kind="data_entry", form_schema=json.dumps(schema)))
+    [name] = field_spec
+    assert raised.value.field == "form_schema"
+    assert repr(name) in raised.value.problem and "secret" in raised.value.problem
+    # the tool's description says so before the model tries
+    assert "card number" in pausing.DESCRIPTION and "password" in pausing.DESCRIPTION

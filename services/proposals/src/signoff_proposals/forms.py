@@ -18,6 +18,10 @@ without a general JSON Schema engine and without surprises, so only this shape i
       "required": ["<name>", ...]           # optional, distinct names of declared fields
     }
 
+No field may ask for a secret or payment credential (a password, PIN, card number, CVV, IBAN,
+social security number, token, API key…; ``format: password``; ``writeOnly``): refused with why
+``secret_field`` by the rule of ``signoff_contracts.secret_fields``, the same the agent applies.
+
 Nothing else: no nesting (``object``/``array`` fields), no ``$ref``, no other keywords, no extra
 top-level keys. The submitted data must be an object holding only declared fields, every
 required one present, each value of its field's exact JSON type (``true`` is not an integer, and
@@ -32,6 +36,7 @@ import re
 from typing import Any
 
 from signoff_contracts.reasons import Reason
+from signoff_contracts.secret_fields import secret_field
 
 MAX_FIELDS = 20
 MAX_ENUM = 50
@@ -100,6 +105,8 @@ def _check_field(name: str, spec: Any) -> Reason | None:
         return _schema_error("bad_field_name", name)
     if not isinstance(spec, dict):
         return _schema_error("not_a_field", name)
+    if secret_field(name, spec):  # before the keywords: ``format``/``writeOnly`` say "secret"
+        return _schema_error("secret_field", name)
     json_type = spec.get("type")
     if json_type not in _TYPES:  # nesting (object/array) is the usual way out of the subset
         return _schema_error("unsupported_type", name)

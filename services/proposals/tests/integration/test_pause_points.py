@@ -144,6 +144,10 @@ NESTED_FORM = {
     "type": "object",
     "properties": {"address": {"type": "object", "properties": {"city": {"type": "string"}}}},
 }
+CARD_FORM = {
+    "type": "object",
+    "properties": {"email": {"type": "string"}, "cardNumber": {"type": "string"}},
+}
 BAD_REQUESTS: list[tuple[dict[str, Any], str]] = [
     ({"title": "x" * 81}, "title_too_long"),
     ({"title": "   "}, "title_required"),
@@ -158,6 +162,8 @@ BAD_REQUESTS: list[tuple[dict[str, Any], str]] = [
     ({"kind": "data_entry"}, "form_schema_required"),
     ({"form_schema": FORM}, "unexpected_form_schema"),
     ({"kind": "data_entry", "form_schema": NESTED_FORM}, "invalid_form_schema"),
+    # sent straight to the proposals service (a tampered agent skips its own check)
+    ({"kind": "data_entry", "form_schema": CARD_FORM}, "invalid_form_schema"),
     ({"payload": {"blob": "z" * 20_000}}, "payload_too_large"),
     ({"pause_point_id": "nope"}, "invalid_message"),
 ]

@@ -63,6 +63,11 @@ def test_the_documented_shape_is_accepted():
         (field(type="string") | {"required": ["g"]}, "required_not_declared"),
         (field(type="string") | {"required": ["f", "f"]}, "bad_required"),
         (field(type="string") | {"required": "f"}, "bad_required"),
+        ({"type": "object", "properties": {"card_number": {"type": "string"}}}, "secret_field"),
+        ({"type": "object", "properties": {"pin": {"type": "integer"}}}, "secret_field"),
+        (field(type="string", title="Your password"), "secret_field"),
+        (field(type="string", format="password"), "secret_field"),
+        (field(type="string", writeOnly=True), "secret_field"),
     ],
 )
 def test_anything_outside_the_subset_is_refused_with_why(schema, why):

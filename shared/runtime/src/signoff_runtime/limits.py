@@ -55,7 +55,8 @@ async def _send_problem(send: Send, problem: Problem, headers: dict[str, str]) -
 class BodyLimitMiddleware:
     """Refuse a request body over ``max_bytes`` (by its ``Content-Length``, or while streaming)
     and one whose text holds a NUL character (``422 invalid_request``): PostgreSQL's text and
-    jsonb cannot store one, so it would otherwise fail deep inside a handler."""
+    jsonb cannot store one, so it would otherwise fail deep inside a handler. Both hold for every
+    body whatever its ``Content-Type`` says (``holds_nul``)."""
 
     def __init__(self, app: Any, max_bytes: int) -> None:
         self.app = app
@@ -113,15 +114,28 @@ class BodyLimitMiddleware:
 _JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 
-def holds_nul(body: bytes, content_type: bytes) -> bool:
-    """Whether a JSON or form body carries a NUL character in any of its strings."""
+def holds_nul(body: bytes, content_type: bytes = b"") -> bool:
+    """Whether a body carries a NUL character in any form a handler could decode, whatever its
+    ``Content-Type`` says: FastAPI parses a body with no type, or ``APPLICATION/JSON``, as JSON,
+    and Starlette a mis-cased form type as a form, so the type only narrows what is *not* checked.
+
+    A raw NUL byte and a JSON ``\\u0000`` escape are refused in every body (outside a JSON string
+    a backslash is not JSON, so the escape can only be a string's). A percent-encoded ``%00`` is
+    refused unless the body is declared JSON (JSON is never percent-decoded, and ``"%00"`` is
+    ordinary text in it).
+    """
     if b"\x00" in body:
         return True
-    if b"json" in content_type:
-        return b"u0000" in body and _JSON_NUL.search(body) is not None
-    if b"x-www-form-urlencoded" in content_type:
-        return b"%00" in body
-    return False
+    if b"u0000" in body and _JSON_NUL.search(body) is not None:
+        return True
+    return b"%00" in body and not _is_json(content_type)
+
+
+def _is_json(content_type: bytes) -> bool:
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media == b"application/json" or (
+        media.startswith(b"application/") and media.endswith(b"+json")
+    )
 
 
 @dataclass
@@ -131,6 +145,13 @@ class TokenBuckets:
     rate: int
     clock: Callable[[], float] = time.monotonic
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def peek(self, key: str) -> float:
+        """What ``take`` would answer, taking nothing (to count only failures, say)."""
+        now = self.clock()
+        tokens, last = self._buckets.get(key, (float(self.rate), now))
+        tokens = min(float(self.rate), tokens + (now - last) * self.rate / 60.0)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) * 60.0 / self.rate
 
     def take(self, key: str) -> float:
         """0 if allowed now, else the seconds until one request would be."""

@@ -150,6 +150,11 @@ class UnsafeSettings(BaseModel):
     any_sender: bool = False
     #: token checks ignore the audience: an agent-audience token approves a proposal
     accept_any_audience: bool = False
+    #: the web trusts a signed session cookie without its server-side row: sign-out (or an
+    #: operator's revocation) no longer ends a copied session
+    no_session_revocation: bool = False
+    #: the web's sign-in takes any number of attempts per address and per account
+    no_signin_rate_limit: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""
