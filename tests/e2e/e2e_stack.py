@@ -15,6 +15,7 @@ administrator would load definitions), since no service's user may declare all o
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import subprocess
@@ -26,8 +27,10 @@ from typing import Any
 import aio_pika
 import e2e_broker_users
 import httpx
+from pydantic import SecretStr
 from signoff_club.seed import seed_demo
-from signoff_runtime.settings import AuthSettings, broker_user
+from signoff_runtime import keys
+from signoff_runtime.settings import AuthSettings, IssuerSettings, broker_user
 from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.processes import (
     ServiceProcess,
@@ -65,6 +68,48 @@ def stack_env(database_url: str, amqp_url: str, prefix: str) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class StackKeys:
+    """One token pair and one contract pair, made for a stack (never a committed key)."""
+
+    token_private: str
+    token_public: str
+    contract_private: str
+    contract_public: str
+
+    @classmethod
+    def generate(cls) -> StackKeys:
+        _, token_private, token_public = keys.generate()
+        _, contract_private, contract_public = keys.generate()
+        return cls(token_private, token_public, contract_private, contract_public)
+
+    def issuer(self) -> IssuerSettings:
+        return IssuerSettings(private_key=SecretStr(self.token_private), key_id="stack-token")
+
+    def env_of(self, name: str) -> dict[str, str]:
+        """What service ``name`` holds as deployed (``deploy/k8s/base``): nothing more."""
+        verifier = json.dumps({"stack-token": self.token_public})
+        held = {
+            "agent": {"SIGNOFF_AUTH__PUBLIC_KEYS": verifier},
+            "proposals": {
+                "SIGNOFF_AUTH__PUBLIC_KEYS": verifier,
+                "SIGNOFF_CONTRACTS__SIGNING_KEY": self.contract_private,
+                "SIGNOFF_CONTRACTS__KEY_ID": "stack-contract",
+            },
+            "executor": {
+                "SIGNOFF_CONTRACTS__VERIFY_KEYS": json.dumps(
+                    {"stack-contract": self.contract_public}
+                )
+            },
+            "web": {
+                "SIGNOFF_AUTH__PRIVATE_KEY": self.token_private,
+                "SIGNOFF_AUTH__KEY_ID": "stack-token",
+                "SIGNOFF_AUTH__PUBLIC_KEYS": verifier,
+            },
+        }
+        return held.get(name, {})
+
+
 @dataclass
 class Stack:
     engine: AsyncEngine
@@ -78,6 +123,11 @@ class Stack:
     own_roles: bool = True
     #: each process as its own role's broker user (call ``e2e_broker_users.ensure()`` first)
     separate_users: bool = False
+    #: keys made for this stack, each process given only the ones it needs as deployed (the
+    #: token private key to the web, the contract signing key to proposals, public keys to the
+    #: verifiers); ``False``: every process trusts the committed dev-only pairs
+    own_keys: bool = False
+    keyring: StackKeys = field(default_factory=lambda: StackKeys.generate())
 
     def role_url(self, role: Role) -> str:
         """The broker URL ``role`` connects with (the shared one unless ``separate_users``)."""
@@ -86,6 +136,8 @@ class Stack:
     def env_of(self, name: str) -> dict[str, str]:
         """The environment service ``name`` runs with; ``self.env`` stays the operator's."""
         env = as_own_role(self.env, name) if self.own_roles else dict(self.env)
+        if self.own_keys:
+            env |= self.keyring.env_of(name)
         if self.separate_users:
             env |= {
                 "SIGNOFF_AMQP__URL": self.role_url(name),  # type: ignore[arg-type]
@@ -143,9 +195,10 @@ class Stack:
         async with self.engine.begin() as conn:
             return await seed_demo(conn)
 
-    @staticmethod
-    def token(user: dict[str, Any], org: dict[str, Any]) -> str:
-        return issue_token(AuthSettings(), user["id"], org["id"])
+    def token(self, user: dict[str, Any], org: dict[str, Any], audience: str | None = None) -> str:
+        """A person's token from this stack's issuer (both APIs unless ``audience`` is given)."""
+        issuer = self.keyring.issuer() if self.own_keys else AuthSettings()
+        return issue_token(issuer, user["id"], org["id"], audience=audience)
 
     @staticmethod
     def auth(token: str) -> dict[str, str]:

@@ -1,7 +1,9 @@
 """The insider suite: each service's credentials as deployed, against a running stack.
 
-``separated_stack`` runs every process with its own role's broker user (the production
-permissions, ``e2e_broker_users``) and ``SIGNOFF_AMQP__USERS`` naming every role's user.
+``separated_stack`` runs every process as deployed: its own role's broker user (the production
+permissions, ``e2e_broker_users``) with ``SIGNOFF_AMQP__USERS`` naming every role's user, its own
+database role, and only the keys it needs, made for this stack (``StackKeys``: the web alone
+holds the token private key, the proposals service alone the contract signing key).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from signoff_runtime.topology import Topology
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "e2e"))  # e2e_stack, e2e_broker_users
+sys.path.insert(0, str(Path(__file__).parent))  # insider_kit
 
 import e2e_broker_users
 from e2e_stack import Stack, declare_topology, delete_topology, new_prefix, stack_env
@@ -42,6 +45,7 @@ async def separated_stack(
         env=stack_env(database_url, amqp_url, prefix),
         log_dir=tmp_path_factory.mktemp(f"logs-{prefix}"),
         separate_users=True,
+        own_keys=True,
     )
     try:
         await asyncio.to_thread(running.start)

@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import aio_pika
 import e2e_broker_users
 import pytest
 from aio_pika.exceptions import ChannelClosed
 from e2e_stack import Stack
-from faststream.rabbit import RabbitBroker
+from insider_kit import REFUND, command, propose_refund, publish, refused_as, restart
 from signoff_contracts.ids import new_id
 from signoff_contracts.outcomes import Succeeded
 from signoff_contracts.v1 import (
@@ -31,12 +30,10 @@ from signoff_contracts.v1 import (
 )
 from signoff_runtime.senders import SENDER_HEADER
 from signoff_runtime.testing import wait_until
-from signoff_runtime.testing.processes import ServiceProcess
 from signoff_runtime.topology import QUEUES, ROLES, ROUTING_KEYS, Role
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
-REFUND = "order.refund_missing_discount"
 
 #: who may write to which exchange, as a person would state it (not derived from the code
 #: under test): ``amq.default`` only for the service that answers requests
@@ -52,69 +49,6 @@ WRITERS: dict[str, set[Role]] = {
 }
 if "agent.resolve" in ROUTING_KEYS:  # the agent answers revision requests while they exist
     WRITERS["amq.default"].add("agent")
-
-
-async def publish(
-    stack: Stack,
-    role: Role,
-    exchange: str,
-    routing_key: str,
-    body: bytes,
-    *,
-    user_id: str | None = "own",
-    **props: Any,
-) -> None:
-    """Publish as ``role``'s user; ``user_id="own"`` names it, ``None`` leaves it out."""
-    connection = await aio_pika.connect(stack.role_url(role))
-    async with connection:
-        channel = await connection.channel(publisher_confirms=True)
-        target = (
-            channel.default_exchange
-            if exchange == "amq.default"
-            else await channel.get_exchange(stack.topology.name(exchange), ensure=False)
-        )
-        named = e2e_broker_users.user(role) if user_id == "own" else user_id
-        await target.publish(
-            aio_pika.Message(
-                body,
-                delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-                content_type="application/json",
-                user_id=named,
-                **props,
-            ),
-            routing_key=routing_key,
-        )
-
-
-async def refused_as(stack: Stack, queue: str, message_id: str) -> dict[str, Any]:
-    """Wait for the reconciler to archive ``message_id``'s dead letter from ``queue``."""
-
-    async def probe() -> dict[str, Any] | None:
-        found = [d for d in await stack.dead_letters(queue) if d["message_id"] == message_id]
-        return found[0] if found else None
-
-    return await wait_until(probe, timeout=30.0, what=f"{message_id} dead-lettered from {queue}")
-
-
-async def propose_refund(stack: Stack, org: dict[str, Any], token: str) -> str:
-    case = org["refund_case"]
-    request = {
-        "payment_id": case["payment_id"],
-        "line_item_id": case["line_item_id"],
-        "discount_id": case["discount_id"],
-        "destination": "original_payment_method",
-    }
-    response = await stack.propose(token, REFUND, case["order_id"], request)
-    assert response.status_code == 201, response.text
-    return str(response.json()["proposal"]["id"])
-
-
-def restart(stack: Stack, name: str, **env: str) -> None:
-    old = stack.processes[name]
-    old.stop()
-    fresh = ServiceProcess(old.name, old.argv, {**old.env, **env}, old.port, old.log_dir).start()
-    stack.processes[name] = fresh
-    fresh.wait_healthy(60.0)
 
 
 async def executing(stack: Stack) -> tuple[str, str, str]:
@@ -268,7 +202,7 @@ async def test_allowed_senders_still_work_and_a_replay_is_accepted_for_its_origi
     token = stack.token(org["users"]["manager"], org)
     proposal_id = await propose_refund(stack, org, token)  # agent → proposals, and the reply
     # an approval command from the web's user over request-reply (no permission but the write)
-    reply = await _command(stack, "web", ApproveProposal(token=token, proposal_id=proposal_id))
+    reply = await command(stack, "web", ApproveProposal(token=token, proposal_id=proposal_id))
     assert reply["result"] == "claimed", reply
     view = await stack.settled(token, proposal_id)  # proposals → executor → proposals
     assert view["status"] == "succeeded"
@@ -309,22 +243,6 @@ async def test_allowed_senders_still_work_and_a_replay_is_accepted_for_its_origi
 
     [again] = await wait_until(refused_again, timeout=30.0, what="the replay refused again")
     assert again["reason"] == "invalid_message", again
-
-
-async def _command(stack: Stack, role: Role, command: ApproveProposal) -> dict[str, Any]:
-    async with RabbitBroker(stack.role_url(role)) as broker:
-        answer = await broker.request(
-            command.model_dump_json().encode(),
-            exchange=stack.topology.name("commands"),
-            routing_key=ROUTING_KEYS["proposals.approvals"],
-            message_id=command.message_id,
-            correlation_id=new_id("cmd"),
-            user_id=e2e_broker_users.user(role),
-            content_type="application/json",
-            persist=True,
-            timeout=15.0,
-        )
-    return dict(json.loads(bytes(answer.body)))
 
 
 async def test_negative_control_any_sender_lets_the_forged_outcome_through(
