@@ -166,14 +166,17 @@ class OrderAssistant(Assistant):
         total = _TOTAL[locale]
         return [
             ResourceItem(
-                id=r.id,
-                label=f"{r.name} · {r.id} · {total} {format_money(r.total_cents, r.currency, locale)}",
+                id=r.id, label=f"{r.name} · {r.id} · {total} {_money(r.total_cents, r, locale)}"
             )
             for r in rows
         ]
 
 
 _TOTAL: dict[Locale, str] = {"en": "Total", "fr": "Total"}
+
+
+def _money(cents: int, row: Any, locale: Locale) -> str:
+    return format_money(cents, row.currency, locale)
 
 
 class EmailAssistant(Assistant):
