@@ -21,9 +21,10 @@ from signoff_runtime.registry import Operations, load_operations
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
-from signoff_web import actions, pages
+from signoff_web import actions, errors, live, pages
 from signoff_web.apis import Apis
 from signoff_web.commands import Commands
+from signoff_web.sections import Catalogue
 from signoff_web.settings import WebSettings
 
 HERE = Path(__file__).parent
@@ -35,25 +36,37 @@ def create_app(
     settings = settings or WebSettings()
     runtime = Runtime.build("web", settings)
     http = httpx.AsyncClient(timeout=settings.web.http_timeout_s)
+    # one connection per open live page, for as long as it is open: unpooled, and a read
+    # deadline a few missed keep-alives long (a silent upstream is reconnected)
+    streams = httpx.AsyncClient(
+        timeout=httpx.Timeout(settings.web.http_timeout_s, read=settings.web.stream_read_timeout_s),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with runtime.running():
             yield
         await http.aclose()
+        await streams.aclose()
 
     app = FastAPI(title="signoff web", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.engine = runtime.engine
     app.state.operations = operations or load_operations()
     app.state.apis = Apis(
-        http, settings.web.agent_url.rstrip("/"), settings.web.proposals_url.rstrip("/")
+        http,
+        settings.web.agent_url.rstrip("/"),
+        settings.web.proposals_url.rstrip("/"),
+        streams=streams,
     )
+    app.state.catalogue = Catalogue(app.state.apis, settings.web.sections_cache_s)
     app.state.commands = Commands(runtime.broker, runtime.topology, settings.amqp.request_timeout_s)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(pages.router)
+    app.include_router(live.router)
     app.include_router(actions.router)
-    pages.install_errors(app)
+    errors.install_errors(app)
     install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok})
 
     @app.middleware("http")

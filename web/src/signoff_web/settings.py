@@ -20,6 +20,13 @@ class WebGroup(BaseModel):
     #: set behind HTTPS so the cookie never travels in clear
     secure_cookies: bool = False
     http_timeout_s: float = Field(default=30.0, gt=0)
+    #: live pages' event streams: a comment line this often keeps an idle stream open; the
+    #: session is checked again this often; an upstream silent this long is reconnected
+    stream_keepalive_s: float = Field(default=15.0, gt=0)
+    stream_recheck_s: float = Field(default=30.0, gt=0)
+    stream_read_timeout_s: float = Field(default=60.0, gt=0)
+    #: how long the list of sections the agent serves is kept (it changes on redeploy only)
+    sections_cache_s: float = Field(default=60.0, ge=0)
 
 
 class WebSettings(ServiceSettings):
