@@ -13,6 +13,7 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from signoff_runtime import tracing
+from starlette.exceptions import HTTPException
 
 from signoff_web import texts
 from signoff_web.apis import ApiError
@@ -69,6 +70,12 @@ def install_errors(app: FastAPI) -> None:
     async def _unreachable(request: Request, exc: httpx.HTTPError) -> Response:
         log.warning("web.api_unreachable", error=type(exc).__name__)
         return problem_page(request, 503, "unavailable")
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> Response:
+        """The web's own refusals (a missing CSRF token, an unknown page) as pages too."""
+        code = exc.detail if exc.detail in texts.PROBLEM_OF else str(exc.status_code)
+        return problem_page(request, exc.status_code, code)
 
     @app.exception_handler(SectionNotServed)
     async def _section(request: Request, _: SectionNotServed) -> Response:
