@@ -98,7 +98,6 @@ async def follow(
     ctx: Context,
     hub: ChangeHub,
     member: Membership,
-    authorization: str | None,
     disconnected: Callable[[], Any],
 ) -> AsyncIterator[str]:
     group = ctx.settings.proposals
@@ -134,7 +133,7 @@ def router(ctx: Context, hub: ChangeHub) -> APIRouter:
     async def events(request: Request, authorization: Authorization = None) -> StreamingResponse:
         async with ctx.engine.connect() as conn:
             member = await _member(ctx, conn, authorization)
-        stream = follow(ctx, hub, member, authorization, request.is_disconnected)
+        stream = follow(ctx, hub, member, request.is_disconnected)
         return StreamingResponse(
             stream, media_type="text/event-stream", headers={"Cache-Control": "no-store"}
         )
