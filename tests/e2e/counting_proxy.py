@@ -61,7 +61,12 @@ class CountingProxy:
         request = self._client.build_request(
             scope["method"], self.target + path, headers=headers, content=body
         )
-        response = await self._client.send(request, stream=True)
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.HTTPError:  # the service is stopping: what a client would see
+            await send({"type": "http.response.start", "status": 502, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
         try:
             out = [(k.encode(), v.encode()) for k, v in response.headers.items()]
             out = [(k, v) for k, v in out if k.lower() not in _HOP]
