@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import pytest
-from signoff_web import apis, cards, texts
+from signoff_web import apis, cards, live, texts
 from signoff_web.live import _frame
 from signoff_web.sections import Catalogue
 
@@ -78,3 +81,39 @@ async def test_the_sections_are_asked_of_the_agent_and_kept_for_a_while() -> Non
     assert agent.calls == 3
     section = (await fresh.all("t"))[0]
     assert section.title_in("fr") == "email"  # a missing locale: the section's name
+
+
+async def test_a_dropped_upstream_is_reopened_from_the_last_event_it_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(live, "token", lambda request, who: "bearer")
+    monkeypatch.setattr(asyncio, "sleep", _no_wait)  # the reconnect's back-off
+    asked: list[str | None] = []
+
+    @asynccontextmanager
+    async def upstream(bearer: str, last_id: str | None) -> AsyncIterator[Any]:
+        asked.append(last_id)
+
+        async def events() -> AsyncIterator[tuple[str | None, str, str]]:
+            if len(asked) == 1:
+                yield "3", "message", "{}"
+                yield "4", "card", "{}"
+                raise httpx.ReadError("dropped")
+            await asyncio.Event().wait()  # the second stream stays open
+            yield None, "never", ""
+
+        yield events()
+
+    out: asyncio.Queue[str] = asyncio.Queue()
+    reader = asyncio.create_task(live._read(None, None, upstream, lambda k, d: True, out))  # type: ignore[arg-type]
+    seen = [await out.get() for _ in range(5)]
+    reader.cancel()
+    assert seen == [live.OPENED, "message", "card", live.LOST, live.OPENED]
+    assert asked == [None, "4"]
+
+
+_real_sleep = asyncio.sleep
+
+
+async def _no_wait(_: float) -> None:
+    await _real_sleep(0)
