@@ -117,6 +117,7 @@ async def service_process(
         # the event stream's keep-alive and membership re-check, short enough to be seen
         "SIGNOFF_PROPOSALS__STREAM_KEEPALIVE_S": "1",
         "SIGNOFF_PROPOSALS__STREAM_RECHECK_S": "1",
+        "SIGNOFF_PROPOSALS__STREAM_MAX_PER_PERSON": "2",
         "SIGNOFF_DB__POOL_SIZE": "20",
         "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
     }

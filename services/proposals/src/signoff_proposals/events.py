@@ -9,6 +9,7 @@ same token through the reading routes. Notifications are not stored, so there is
 resume: a reconnecting reader re-reads the state once (``event: resync`` is also sent to every
 stream after the listener itself reconnected). The person's membership is checked at opening
 and again every ``stream_recheck_s``: a person removed from the organization stops receiving.
+A person holds at most ``stream_max_per_person`` streams per process (``429`` beyond).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import structlog
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from signoff_contracts.operations import Membership
+from signoff_runtime.problems import Problem
 
 from signoff_proposals.context import Context
 from signoff_proposals.routes import Authorization, _member
@@ -42,6 +44,7 @@ class ChangeHub:
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn
         self._streams: dict[str, set[asyncio.Queue[dict[str, Any]]]] = defaultdict(set)
+        self.open_per_person: dict[str, int] = defaultdict(int)
 
     def subscribe(self, organization_id: str) -> asyncio.Queue[dict[str, Any]]:
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_BOUND)
@@ -103,6 +106,7 @@ async def follow(
     group = ctx.settings.proposals
     queue = hub.subscribe(member.organization_id)
     checked = time.monotonic()
+    hub.open_per_person[member.user_id] += 1
     try:
         yield ": connected\n\n"
         while not await disconnected():
@@ -118,6 +122,9 @@ async def follow(
             yield _frame(change)
     finally:
         hub.unsubscribe(member.organization_id, queue)
+        hub.open_per_person[member.user_id] -= 1
+        if hub.open_per_person[member.user_id] <= 0:
+            del hub.open_per_person[member.user_id]
 
 
 async def _still_member(ctx: Context, member: Membership) -> bool:
@@ -133,6 +140,11 @@ def router(ctx: Context, hub: ChangeHub) -> APIRouter:
     async def events(request: Request, authorization: Authorization = None) -> StreamingResponse:
         async with ctx.engine.connect() as conn:
             member = await _member(ctx, conn, authorization)
+        if (
+            hub.open_per_person.get(member.user_id, 0)
+            >= ctx.settings.proposals.stream_max_per_person
+        ):
+            raise Problem(429, "too_many_streams", "Close another page first.")
         stream = follow(ctx, hub, member, request.is_disconnected)
         return StreamingResponse(
             stream, media_type="text/event-stream", headers={"Cache-Control": "no-store"}

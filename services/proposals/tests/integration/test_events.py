@@ -90,6 +90,27 @@ async def test_a_stream_ends_once_the_reader_is_no_longer_a_member(service_proce
                 await events.next_event(within=10.0)
 
 
+async def test_a_person_holds_a_bounded_number_of_streams(service_process):
+    service = service_process
+    org = new_id("org")
+    token = service.token(await service.member(org, "viewer"), org)
+    other = service.token(await service.member(org, "viewer"), org)
+    async with stream(service.http, token), stream(service.http, token):
+        third = await service.http.get("/v1/events", headers={"Authorization": f"Bearer {token}"})
+        assert third.status_code == 429 and third.json()["code"] == "too_many_streams"
+        async with stream(service.http, other) as theirs:
+            assert not theirs.ended
+    # closed streams are counted out once the service notices the reader went away
+    deadline = asyncio.get_running_loop().time() + 10.0
+    headers = {"Authorization": f"Bearer {token}"}
+    while True:
+        async with service.http.stream("GET", "/v1/events", headers=headers) as again:
+            if again.status_code == 200:
+                break
+        assert asyncio.get_running_loop().time() < deadline, "closed streams still counted"
+        await asyncio.sleep(0.2)
+
+
 async def test_the_stream_needs_a_token(service_process):
     response = await service_process.http.get("/v1/events")
     assert response.status_code == 401
