@@ -57,7 +57,7 @@ def create_app(
         direct=unsafe.direct_publisher(runtime),
     )
     handlers.register(ctx, runtime.broker)
-    hub = events.ChangeHub(asyncpg_dsn(settings.db.url))
+    hub = events.ChangeHub(asyncpg_dsn(settings.db.url), settings.unsafe.events_every_organization)
     runtime.loops.extend([*_loops(ctx, runtime), hub.listen])
 
     @asynccontextmanager

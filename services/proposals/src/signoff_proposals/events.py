@@ -41,8 +41,10 @@ RESYNC: dict[str, Any] = {"type": "resync"}
 class ChangeHub:
     """Fans the change notifications out to the streams of each organization."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, every_organization: bool = False) -> None:
         self._dsn = dsn
+        #: ``SIGNOFF_UNSAFE__EVENTS_EVERY_ORGANIZATION`` (tests only): the tenant scope is off
+        self._every_organization = every_organization
         self._streams: dict[str, set[asyncio.Queue[dict[str, Any]]]] = defaultdict(set)
         self.open_per_person: dict[str, int] = defaultdict(int)
 
@@ -63,7 +65,10 @@ class ChangeHub:
         except (ValueError, KeyError, AttributeError):
             log.warning("change_notification_unreadable")
             return
-        for queue in self._streams.get(org, ()):
+        readers = self._streams.get(org, set())
+        if self._every_organization:
+            readers = {queue for queues in self._streams.values() for queue in queues}
+        for queue in readers:
             _offer(queue, change)
 
     def resync_all(self) -> None:

@@ -89,6 +89,9 @@ class UnsafeSettings(BaseModel):
     publish_without_outbox: bool = False
     #: the outbox relay commits rows as sent before the broker confirms their publish
     mark_sent_before_confirm: bool = False
+    #: the proposals event stream (``GET /v1/events``) hands every organization's changes to
+    #: every reader instead of only their own organization's
+    events_every_organization: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""
