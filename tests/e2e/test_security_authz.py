@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import jwt
 import pytest
 from e2e_stack import Stack
@@ -51,6 +52,8 @@ class Rule:
     body: Callable[[dict[str, Any]], Any] = lambda _: None
     other: int = 404
     viewer: int = 403
+    #: an event stream: never ends, so only its status and first lines are read
+    stream: bool = False
 
 
 TABLE: dict[tuple[str, str], Rule] = {
@@ -81,6 +84,11 @@ TABLE: dict[tuple[str, str], Rule] = {
     ("GET", "/v1/conversations/{conversation_id}/events"): Rule(
         "agent", False, lambda w: f"/v1/conversations/{w['conversation']}/events"
     ),
+    ("GET", "/v1/sections"): Rule("agent", False, lambda w: "/v1/sections", other=200),
+    ("GET", "/v1/sections/{section}/resources"): Rule(
+        "agent", False, lambda w: "/v1/sections/orders/resources", other=200
+    ),
+    ("GET", "/v1/events"): Rule("proposals", False, lambda w: "/v1/events", other=200, stream=True),
     ("GET", "/v1/proposals"): Rule("proposals", False, lambda w: "/v1/proposals", other=200),
     ("GET", "/v1/proposals/{proposal_id}"): Rule(
         "proposals", False, lambda w: f"/v1/proposals/{w['proposal']}"
@@ -194,6 +202,20 @@ async def call(stack: Stack, rule: Rule, world: dict[str, Any], token: str | Non
     method = next(m for (m, p), r in TABLE.items() if r is rule)
     headers = stack.auth(token) if token else {}
     body = rule.body(world)
+    if rule.stream:
+        url = f"{stack.url(rule.service)}{rule.path(world)}"
+        async with stack.http.stream(method, url, headers=headers, timeout=10.0) as streamed:
+            if streamed.status_code != 200:
+                content = await streamed.aread()
+                return httpx.Response(
+                    streamed.status_code, headers=streamed.headers, content=content
+                )
+            first = b""
+            async for chunk in streamed.aiter_bytes():
+                first += chunk
+                if b"\n\n" in first:
+                    break
+            return httpx.Response(200, content=first)
     return await stack.http.request(
         method,
         f"{stack.url(rule.service)}{rule.path(world)}",

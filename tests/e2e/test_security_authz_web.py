@@ -8,7 +8,8 @@ without a row fails ``test_every_web_route_has_a_row``. For each row the test th
 route (on organization A's objects) with:
 
 - no session, a forged cookie and an expired one: a page (``GET``) redirects to ``/signin``
-  (``303``); everything else — a form post, a ``/live`` fragment a page polls — is ``401``;
+  (``303``); everything else — a form post, a ``/live`` fragment a page polls, a page's event
+  stream — is ``401``;
 - A's manager *without* the session's CSRF token, and with another session's (writes): ``403``;
 - B's manager: ``404`` on A's objects (``200`` on the pages that list one's own, with nothing
   of A in them), and no id or name of A in any answer;
@@ -82,11 +83,14 @@ TABLE: dict[tuple[str, str], Row] = {
     ("GET", "/chat/{conversation_id}/live"): Row(lambda w: f"/chat/{w['conversation']}/live"),
     ("GET", "/proposals/{proposal_id}"): Row(lambda w: f"/proposals/{w['proposal']}"),
     ("GET", "/proposals/{proposal_id}/live"): Row(lambda w: f"/proposals/{w['proposal']}/live"),
+    ("GET", "/inbox/events"): Row(lambda w: "/inbox/events", other=200),
+    ("GET", "/chat/{conversation_id}/events"): Row(lambda w: f"/chat/{w['conversation']}/events"),
+    ("GET", "/proposals/{proposal_id}/events"): Row(lambda w: f"/proposals/{w['proposal']}/events"),
     ("GET", "/proposals/{proposal_id}/reconciliation"): Row(
         lambda w: f"/proposals/{w['proposal']}/reconciliation"
     ),
     ("POST", "/signout"): Row(lambda w: "/signout", other=303, viewer=303),  # one's own session
-    ("POST", "/{kind}/{resource_id}/chat"): Row(
+    ("POST", "/{section}/{resource_id}/chat"): Row(
         lambda w: f"/orders/{w['a']['refund_case']['order_id']}/chat",
         viewer=303,  # a viewer may talk to an assistant: only deciding needs the role
     ),
@@ -236,15 +240,32 @@ async def call(
     method, _ = route
     row = TABLE[route]
     headers = {"Cookie": f"{sessions.COOKIE}={who.cookie}"} if who.cookie else {}
+    if method == "GET" and route[1].endswith("/events"):
+        return await _first_of_stream(http, row.path(world), headers)
     if method == "GET":
         return await http.get(row.path(world), headers=headers)
     form = {**row.form(world), **({"csrf": who.csrf} if who.csrf else {})}
     return await http.post(row.path(world), data=form, headers=headers)
 
 
+async def _first_of_stream(
+    http: httpx.AsyncClient, path: str, headers: dict[str, str]
+) -> httpx.Response:
+    """An event stream never ends: its status and what it sent first (or its refusal)."""
+    async with http.stream("GET", path, headers=headers) as streamed:
+        if streamed.status_code != 200:
+            return httpx.Response(streamed.status_code, content=await streamed.aread())
+        first = b""
+        async for chunk in streamed.aiter_bytes():
+            first += chunk
+            if b"\n\n" in first:
+                break
+        return httpx.Response(200, content=first)
+
+
 def _anonymous_answer(route: tuple[str, str]) -> int:
     method, path = route
-    return 303 if method == "GET" and not path.endswith("/live") else 401
+    return 303 if method == "GET" and not path.endswith(("/live", "/events")) else 401
 
 
 @pytest.mark.parametrize("route", sorted(TABLE), ids=lambda r: f"{r[0]} {r[1]}")

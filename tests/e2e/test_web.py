@@ -6,38 +6,28 @@ seeded person of a fresh club and works only through the pages, as a person woul
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import pytest_asyncio
 from e2e_stack import Stack
 from signoff_runtime.testing.processes import ServiceProcess
 from sqlalchemy import text
+from web_kit import (
+    ARGS,
+    CHROMIUM,
+    WAIT_MS,
+    new_tab,
+    screenshot,
+    set_script,
+    skip_without_chromium,
+)
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-WAIT_MS = 20_000
-
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        raise RuntimeError("CI must run the browser tests: install Debian's chromium")
-    pytest.skip("no Chromium on this machine (apt-get install chromium)", allow_module_level=True)
+skip_without_chromium()
 
 pytestmark = pytest.mark.e2e
 expect = playwright_api.expect
@@ -58,53 +48,14 @@ async def browser(web: ServiceProcess) -> AsyncIterator[Any]:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def club(stack: Stack) -> dict[str, Any]:
-    await _script(stack, None)
+    await set_script(stack, None)
     return dict((await stack.seed())["organizations"][0])
-
-
-class Tab:
-    """One signed-in browser page; records every dialog (an executed ``alert`` would show)."""
-
-    def __init__(self, page: Any, base: str) -> None:
-        self.page, self.base, self.dialogs = page, base, []
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
-
-    async def sign_in(self, user: dict[str, Any]) -> None:
-        await self.page.goto(f"{self.base}/signin")
-        await self.page.get_by_label("Email").fill(user["email"])
-        await self.page.get_by_label("Password").fill(user["password"])
-        await self.page.get_by_role("button", name="Sign in").click()
-        await self.page.wait_for_url(f"{self.base}/")
-
-    async def open_order_chat(self, say: str) -> None:
-        await self.page.get_by_role("button", name="Ask the order assistant").first.click()
-        await self.page.wait_for_url("**/chat/**")
-        await self.say(say)
-
-    async def say(self, words: str) -> None:
-        await self.page.get_by_label("Message").fill(words)
-        await self.page.get_by_role("button", name="Send").click()
-        await self.page.wait_for_url("**/chat/**")
-
-    def card(self, status: str | None = None) -> Any:
-        selector = "article.card" + (f"[data-status={status}]" if status else "")
-        return self.page.locator(selector)
-
-
-async def _tab(browser: Any, web: ServiceProcess, width: int = 1000) -> Tab:
-    context = await browser.new_context(viewport={"width": width, "height": 900})
-    return Tab(await context.new_page(), web.url)
-
-
-async def _script(stack: Stack, name: str | None) -> None:
-    async with httpx.AsyncClient(base_url=stack.url("model"), timeout=10) as admin:
-        (await admin.post("/_admin/script", json={"script": name})).raise_for_status()
 
 
 async def test_refund_from_chat_to_succeeded(
     browser: Any, web: ServiceProcess, club: dict[str, Any]
 ) -> None:
-    tab = await _tab(browser, web)
+    tab = await new_tab(browser, web)
     await tab.sign_in(club["users"]["manager"])
     await tab.open_order_chat("Please refund the discount that was never applied.")
     card = tab.card("pending")
@@ -126,11 +77,13 @@ async def test_refund_from_chat_to_succeeded(
     await expect(card.locator("time[data-expires]")).to_have_text(
         re.compile(r"^\d+:\d\d"), timeout=5000
     )
-    await tab.page.screenshot(path=str(SCREENSHOTS / "chat.png"), full_page=True)
+    await screenshot(tab.page, "chat.png")
     await card.get_by_role("button", name="Approve").click()
     done = tab.card("succeeded")
     await expect(done).to_have_count(1, timeout=WAIT_MS)
-    await expect(done.locator("[data-role=outcome]")).to_contain_text("succeeded")
+    await expect(done.locator("[data-role=outcome]")).to_contain_text(
+        "Done: “Refund a missing discount” was carried out as approved."
+    )
     await expect(done.get_by_role("button", name="Approve")).to_have_count(0)
     follow_up = tab.page.locator(
         "li.msg-app", has_text="Done: the approved proposal was carried out."
@@ -142,17 +95,17 @@ async def test_refund_from_chat_to_succeeded(
 async def test_double_click_and_two_tabs_execute_once(
     browser: Any, web: ServiceProcess, stack: Stack, club: dict[str, Any]
 ) -> None:
-    first = await _tab(browser, web)
+    first = await new_tab(browser, web)
     await first.sign_in(club["users"]["manager"])
     await first.open_order_chat("Refund the missing discount please.")
     await expect(first.card("pending")).to_have_count(1, timeout=WAIT_MS)
     chat_url = first.page.url.split("?")[0].split("#")[0]
-    second = await _tab(browser, web)
+    second = await new_tab(browser, web)
     await second.sign_in(club["users"]["manager"])
+    # the second tab keeps its stale button: its live updates (pushed or polled) are cut off
+    await second.page.route(re.compile(r"/(live|events)(\?|$)"), lambda route: route.abort())
     await second.page.goto(chat_url)
     await expect(second.card("pending")).to_have_count(1, timeout=WAIT_MS)
-    # the second tab keeps its stale button: its live updates are cut off
-    await second.page.route("**/live", lambda route: route.abort())
     await first.card("pending").get_by_role("button", name="Approve").dblclick()
     await expect(first.card("succeeded")).to_have_count(1, timeout=WAIT_MS)
     await second.card().get_by_role("button", name="Approve").click()
@@ -169,7 +122,7 @@ async def test_double_click_and_two_tabs_execute_once(
 async def test_decline_with_reason_and_edit_supersedes(
     browser: Any, web: ServiceProcess, club: dict[str, Any]
 ) -> None:
-    tab = await _tab(browser, web)
+    tab = await new_tab(browser, web)
     await tab.sign_in(club["users"]["manager"])
     await tab.open_order_chat("Refund the missing discount.")
     card = tab.card("pending")
@@ -217,8 +170,8 @@ async def test_decline_with_reason_and_edit_supersedes(
 async def test_pause_points_resolved_in_browser(
     browser: Any, web: ServiceProcess, stack: Stack, club: dict[str, Any], script: str
 ) -> None:
-    await _script(stack, script)
-    tab = await _tab(browser, web)
+    await set_script(stack, script)
+    tab = await new_tab(browser, web)
     await tab.sign_in(club["users"]["manager"])
     await tab.open_order_chat("I need to decide something.")
     card = tab.page.locator("article.pause[data-status=pending]")
@@ -255,13 +208,13 @@ async def test_pause_points_resolved_in_browser(
 async def test_viewer_sees_cards_without_approve_and_forged_post_is_refused(
     browser: Any, web: ServiceProcess, stack: Stack, club: dict[str, Any]
 ) -> None:
-    manager = await _tab(browser, web)
+    manager = await new_tab(browser, web)
     await manager.sign_in(club["users"]["manager"])
     await manager.open_order_chat("Refund the missing discount.")
     await expect(manager.card("pending")).to_have_count(1, timeout=WAIT_MS)
     proposal_id = await manager.card("pending").get_attribute("data-card")
 
-    viewer = await _tab(browser, web, width=390)  # a phone-width screen
+    viewer = await new_tab(browser, web, width=390)  # a phone-width screen
     await viewer.sign_in(club["users"]["viewer"])
     await viewer.page.goto(f"{web.url}/inbox")
     card = viewer.page.locator(f"article[data-card='{proposal_id}']")
@@ -269,7 +222,7 @@ async def test_viewer_sees_cards_without_approve_and_forged_post_is_refused(
     await expect(card).to_contain_text("Rembourser une remise oubliée")  # the viewer reads French
     await expect(card.locator("dt:text-is('Remboursement') + dd")).to_have_text("35,00 CAD")
     await expect(card.get_by_role("button")).to_have_count(0)
-    await viewer.page.screenshot(path=str(SCREENSHOTS / "inbox-phone.png"), full_page=True)
+    await screenshot(viewer.page, "inbox-phone.png")
     html = await viewer.page.content()
     csrf = html.split('name="csrf" value="')[1].split('"')[0]
     forged = await viewer.page.request.post(
@@ -288,7 +241,7 @@ async def test_viewer_sees_cards_without_approve_and_forged_post_is_refused(
     assert status == "pending"
     await manager.page.goto(f"{web.url}/inbox")
     await expect(manager.page.locator("article.card")).not_to_have_count(0)
-    await manager.page.screenshot(path=str(SCREENSHOTS / "inbox.png"), full_page=True)
+    await screenshot(manager.page, "inbox.png")
 
 
 async def test_markup_from_data_and_model_renders_as_text(
@@ -303,7 +256,7 @@ async def test_markup_from_data_and_model_renders_as_text(
             ),
             {"n": planted, "o": club["refund_case"]["order_id"]},
         )
-    tab = await _tab(browser, web)
+    tab = await new_tab(browser, web)
     await tab.sign_in(club["users"]["manager"])
     await tab.open_order_chat("Refund the missing discount.")
     card = tab.card("pending")
@@ -311,7 +264,7 @@ async def test_markup_from_data_and_model_renders_as_text(
     await expect(card.locator("dt:text-is('Participant') + dd")).to_have_text(planted)
     assert await tab.page.locator("img").count() == 0
 
-    await _script(stack, "club.pause_approval")
+    await set_script(stack, "club.pause_approval")
     await tab.say("Check with me first.")
     pause = tab.page.locator("article.pause[data-status=pending]")
     await expect(pause).to_have_count(1, timeout=WAIT_MS)

@@ -116,6 +116,10 @@ async def service_process(
         "SIGNOFF_PROPOSALS__PORT": str(port),
         "SIGNOFF_PROPOSALS__TEST_PLUGIN": "proposals_testdomain:build",
         "SIGNOFF_PROPOSALS__STUCK_AFTER_S": "3600",
+        # the event stream's keep-alive and membership re-check, short enough to be seen
+        "SIGNOFF_PROPOSALS__STREAM_KEEPALIVE_S": "1",
+        "SIGNOFF_PROPOSALS__STREAM_RECHECK_S": "1",
+        "SIGNOFF_PROPOSALS__STREAM_MAX_PER_PERSON": "2",
         "SIGNOFF_DB__POOL_SIZE": "20",
         "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
     }

@@ -44,7 +44,6 @@ OPERATION_TABLES = {
     "broadcast_forms",
 }
 DIRECTORY = {"organizations", "users", "memberships"}
-WEB_PAGES = {"orders", "participants", "broadcast_forms"}
 
 
 def expected(service: str, schema: str, table: str) -> set[Probe]:
@@ -54,7 +53,7 @@ def expected(service: str, schema: str, table: str) -> set[Probe]:
     if schema != "club":
         return set()
     if service == "web":
-        return {"select"} if table in DIRECTORY | WEB_PAGES else set()
+        return {"select"} if table in DIRECTORY else set()  # sign-in, nothing more
     allowed: set[Probe] = {"select"} if table != "users" else set()  # users: password_hash
     if service in ("executor", "reconciler") and table in OPERATION_TABLES:
         allowed |= {"insert", "update"}

@@ -28,9 +28,10 @@ from signoff_web import cards
 from signoff_web.apis import ApiError
 from signoff_web.commands import CommandUnavailable
 from signoff_web.context import apis, check_csrf, local_path, session, tokens
+from signoff_web.errors import SectionNotServed
+from signoff_web.sections import Catalogue
 
 router = APIRouter()
-SECTIONS = {"orders": "orders", "broadcasts": "broadcasts"}
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -38,15 +39,21 @@ async def _form(request: Request) -> dict[str, str]:
     return {k: v for k, v in form.items() if isinstance(v, str)}
 
 
-@router.post("/{kind}/{resource_id}/chat")
-async def open_chat(request: Request, kind: str, resource_id: str) -> Response:
-    if kind not in SECTIONS:
-        raise HTTPException(404)
+@router.post("/{section}/{resource_id}/chat")
+async def open_chat(request: Request, section: str, resource_id: str) -> Response:
+    """Open the section's assistant on a resource; the section must be one the agent serves."""
     who = session(request)
     check_csrf(who, await _form(request))
-    conversation_id = await apis(request).open_conversation(
-        tokens(request, who), SECTIONS[kind], resource_id
-    )
+    bearer = tokens(request, who)
+    catalogue: Catalogue = request.app.state.catalogue
+    if await catalogue.get(bearer, section) is None:
+        raise SectionNotServed(section)
+    try:
+        conversation_id = await apis(request).open_conversation(bearer, section, resource_id)
+    except ApiError as exc:
+        if exc.code == "unknown_section":  # the agent changed since the list was read
+            raise SectionNotServed(section) from None
+        raise
     return RedirectResponse(f"/chat/{conversation_id}", status_code=303)
 
 

@@ -22,9 +22,10 @@ from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
-from signoff_web import actions, leaving, pages, session_store, signin
+from signoff_web import actions, errors, leaving, live, pages, session_store, signin
 from signoff_web.apis import Apis
 from signoff_web.commands import Commands
+from signoff_web.sections import Catalogue
 from signoff_web.settings import WebSettings
 
 HERE = Path(__file__).parent
@@ -41,12 +42,19 @@ def create_app(
         raise RuntimeError("the signoff.directory entry point cannot sign people in (authenticate)")
     runtime = Runtime.build("web", settings)
     http = httpx.AsyncClient(timeout=settings.web.http_timeout_s)
+    # one connection per open live page, for as long as it is open: unpooled, and a read
+    # deadline a few missed keep-alives long (a silent upstream is reconnected)
+    streams = httpx.AsyncClient(
+        timeout=httpx.Timeout(settings.web.http_timeout_s, read=settings.web.stream_read_timeout_s),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with runtime.running():
             yield
         await http.aclose()
+        await streams.aclose()
 
     app = FastAPI(title="signoff web", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
@@ -55,8 +63,12 @@ def create_app(
     app.state.directory = found
     app.state.signin_limits = signin.SignInLimits(settings.web)
     app.state.apis = Apis(
-        http, settings.web.agent_url.rstrip("/"), settings.web.proposals_url.rstrip("/")
+        http,
+        settings.web.agent_url.rstrip("/"),
+        settings.web.proposals_url.rstrip("/"),
+        streams=streams,
     )
+    app.state.catalogue = Catalogue(app.state.apis, settings.web.sections_cache_s)
     app.state.commands = Commands(
         runtime.broker,
         runtime.topology,
@@ -66,9 +78,10 @@ def create_app(
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(signin.router)
     app.include_router(pages.router)
+    app.include_router(live.router)
     app.include_router(actions.router)
     app.include_router(leaving.router)
-    pages.install_errors(app)
+    errors.install_errors(app)
     # inside the body limits (installed next): an oversized body is refused before any lookup
     session_store.install(app, settings, runtime.engine)
     # with the settings: the body limits are SIGNOFF_LIMITS__*, as on every other service

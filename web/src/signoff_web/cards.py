@@ -33,7 +33,7 @@ def proposal(view: dict[str, Any], session: Session, operations: Operations) -> 
         "superseded_by": view.get("superseded_by"),
         "decline_reason": view.get("decline_reason"),
         "conversation_id": view.get("conversation_id"),
-        "outcome": _outcome(view.get("outcome"), locale),
+        "outcome": None,
         "title": view["operation_kind"],
         "lines": [],
         "can_decide": False,
@@ -42,10 +42,12 @@ def proposal(view: dict[str, Any], session: Session, operations: Operations) -> 
     try:
         op = operations.get(view["operation_kind"], view["contract_version"])
     except UnknownOperation:
+        card["outcome"] = _outcome(view.get("outcome"), locale, card["title"], None)
         return card
     rendered = op.render_preview(op.parse_preview(view["preview"]), locale)
     card["title"] = rendered.title
     card["lines"] = [(line.label, line.value) for line in rendered.lines]
+    card["outcome"] = _outcome(view.get("outcome"), locale, rendered.title, op)
     actor = Actor(
         user_id=session.user_id, organization_id=session.organization_id, role=session.role
     )
@@ -55,13 +57,6 @@ def proposal(view: dict[str, Any], session: Session, operations: Operations) -> 
         resource_id=view["resource_id"],
     )
     card["can_decide"] = status == "pending" and op.authorize(actor, scope)
-    shown = card["outcome"]
-    if shown and shown["type"] == "revision_required" and shown["detail"] in op.reasons:
-        params = (view.get("outcome") or {}).get("reason", {}).get("params", {})
-        try:
-            shown["detail"] = op.reasons[shown["detail"]][locale].format(**params)
-        except (KeyError, IndexError, ValueError):
-            pass
     if card["can_decide"]:
         asked = view.get("request") or {}
         card["edit_fields"] = [
@@ -139,20 +134,44 @@ def coerce(fields: list[dict[str, Any]], form: dict[str, str]) -> dict[str, Any]
     return data
 
 
-def _outcome(outcome: dict[str, Any] | None, locale: Locale) -> dict[str, Any] | None:
+def _outcome(
+    outcome: dict[str, Any] | None, locale: Locale, title: str, op: Any
+) -> dict[str, Any] | None:
+    """The outcome line: what was done, in the person's words — the operation's own rendering
+    of its result where it has one (``render_result``), else the web's sentence for the kind."""
     if not outcome:
         return None
     kind = str(outcome.get("type"))
-    shown: dict[str, Any] = {"type": kind, "text": texts.status(kind, locale)}
+    shown: dict[str, Any] = {"type": kind, "text": ""}
+    detail = ""
     if kind == "succeeded":
-        result = outcome.get("result") or {}
-        if "amount_cents" in result and "currency" in result:
-            shown["detail"] = texts.money(int(result["amount_cents"]), result["currency"], locale)
+        rendered = _rendered_result(op, outcome.get("result"), locale)
+        if rendered:
+            shown["text"] = rendered
+            return shown
     elif kind == "needs_reconciliation":
         shown["status_path"] = outcome.get("status_path")
     elif kind == "revision_required":
         reason = outcome.get("reason") or {}
-        shown["detail"] = str(reason.get("code", ""))
+        code = str(reason.get("code", ""))
+        detail = code
+        if op is not None and code in op.reasons:
+            try:
+                detail = op.reasons[code][locale].format(**(reason.get("params") or {}))
+            except (KeyError, IndexError, ValueError):
+                pass
     elif kind == "failed":
-        shown["detail"] = str(outcome.get("correlation_id", ""))
+        detail = str(outcome.get("correlation_id", ""))
+    shown["text"] = texts.outcome(kind, locale, title=title, detail=detail)
     return shown
+
+
+def _rendered_result(op: Any, result: Any, locale: Locale) -> str | None:
+    render = getattr(op, "render_result", None)
+    if render is None or result is None:
+        return None
+    try:
+        parsed = op.Result.model_validate(result)
+        return str(render(parsed, locale))
+    except Exception:  # an old or odd stored result: the generic sentence still says it
+        return None

@@ -22,7 +22,9 @@ templates = Jinja2Templates(
         loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True
     )
 )
-templates.env.globals.update(t=texts.t, money=texts.money, when=texts.when, markdown=cards.markdown)
+templates.env.globals.update(
+    t=texts.t, money=texts.money, when=texts.when, markdown=cards.markdown, role_of=texts.role
+)
 
 
 def _notice_text(notice: str | None, locale: texts.Locale) -> str:

@@ -1,8 +1,9 @@
 """The pages: where to start, a conversation, the inbox, one proposal's audit (sign-in: ``signin``).
 
-Pages that change live (a conversation, the inbox) have a ``/live`` fragment that the page's
-script polls each second; it carries a ``data-version`` digest of what it shows, so the page
-swaps it in only when something changed (a status, an outcome, a new message).
+Pages that change live (a conversation, the inbox, a proposal) have a ``/live`` fragment carrying
+a ``data-version`` digest of what it shows. The page's script receives fresh fragments pushed over
+the page's event stream (``live``); only when no stream can be opened does it fetch ``/live``
+itself, each second, and swap the fragment in when its version changed.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import asyncio
 import hashlib
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
 
-from signoff_web import cards, resources
+from signoff_web import cards
 from signoff_web.apis import ApiError, Tokens
-from signoff_web.context import SignInRequired, apis, render, session, tokens
+from signoff_web.context import apis, render, session, tokens
+from signoff_web.sections import Catalogue
 
 router = APIRouter()
 ROLES_SHOWN = ("user", "assistant", "app")
@@ -24,11 +26,17 @@ ROLES_SHOWN = ("user", "assistant", "app")
 
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request) -> Response:
+    """Every section the agent serves, with the resources an assistant can be asked about."""
     who = session(request)
-    async with request.app.state.engine.connect() as conn:
-        orders = await resources.orders(conn, who.organization_id)
-        broadcasts = await resources.broadcasts(conn, who.organization_id)
-    return render(request, "home.html", who, orders=orders, broadcasts=broadcasts)
+    bearer = tokens(request, who)
+    catalogue: Catalogue = request.app.state.catalogue
+    found = await catalogue.all(bearer)
+    listed = await asyncio.gather(*(apis(request).resources(bearer, s.name) for s in found))
+    shown = [
+        {"name": s.name, "title": s.title_in(who.locale), "items": items}
+        for s, items in zip(found, listed, strict=True)
+    ]
+    return render(request, "home.html", who, sections=shown)
 
 
 @router.get("/chat/{conversation_id}", response_class=HTMLResponse)
@@ -118,26 +126,22 @@ async def _inbox_live(request: Request) -> dict[str, Any]:
 @router.get("/proposals/{proposal_id}", response_class=HTMLResponse)
 async def proposal_page(request: Request, proposal_id: str, notice: str | None = None) -> Response:
     who = session(request)
-    view = await apis(request).proposal(tokens(request, who), proposal_id)
-    card = cards.proposal(view, who, request.app.state.operations)
-    return render(
-        request, "proposal.html", who, card=card, audit=view.get("audit", []), notice=notice
-    )
+    live = await _proposal_live(request, proposal_id)
+    return render(request, "proposal.html", who, notice=notice, **live)
 
 
 @router.get("/proposals/{proposal_id}/live", response_class=HTMLResponse)
 async def proposal_live(request: Request, proposal_id: str) -> Response:
     who = session(request)
+    return render(request, "proposal_live.html", who, **await _proposal_live(request, proposal_id))
+
+
+async def _proposal_live(request: Request, proposal_id: str) -> dict[str, Any]:
+    who = session(request)
     view = await apis(request).proposal(tokens(request, who), proposal_id)
     card = cards.proposal(view, who, request.app.state.operations)
-    return render(
-        request,
-        "proposal_live.html",
-        who,
-        card=card,
-        audit=view.get("audit", []),
-        version=_version(card, view.get("audit")),
-    )
+    audit = view.get("audit", [])
+    return {"card": card, "audit": audit, "version": _version(card, audit)}
 
 
 @router.get("/proposals/{proposal_id}/reconciliation", response_class=HTMLResponse)
@@ -145,21 +149,3 @@ async def reconciliation_page(request: Request, proposal_id: str) -> Response:
     who = session(request)
     found = await apis(request).reconciliation(tokens(request, who), proposal_id)
     return render(request, "reconciliation.html", who, proposal_id=proposal_id, page=found)
-
-
-def install_errors(app: FastAPI) -> None:
-    @app.exception_handler(SignInRequired)
-    async def _signin(request: Request, _: SignInRequired) -> Response:
-        if request.method == "GET" and not request.url.path.endswith("/live"):
-            return RedirectResponse("/signin", status_code=303)
-        return HTMLResponse("sign in", status_code=401)
-
-    @app.exception_handler(ApiError)
-    async def _api(request: Request, exc: ApiError) -> Response:
-        status = exc.status if exc.status in (401, 403, 404, 409) else 502
-        key = {403: "forbidden", 404: "not_found"}.get(status, "error")
-        try:
-            who = session(request)
-        except SignInRequired:
-            who = None
-        return render(request, "error.html", who, status_code=status, key=key)

@@ -28,6 +28,13 @@ class WebGroup(BaseModel):
     #: the cookie travels only over HTTPS; unset: on in ``prod`` (where ``false`` is refused)
     secure_cookies: bool | None = None
     http_timeout_s: float = Field(default=30.0, gt=0)
+    #: live pages' event streams: a comment line this often keeps an idle stream open; the
+    #: session is checked again this often; an upstream silent this long is reconnected
+    stream_keepalive_s: float = Field(default=15.0, gt=0)
+    stream_recheck_s: float = Field(default=30.0, gt=0)
+    stream_read_timeout_s: float = Field(default=60.0, gt=0)
+    #: how long the list of sections the agent serves is kept (it changes on redeploy only)
+    sections_cache_s: float = Field(default=60.0, ge=0)
     #: sign-in attempts per minute from one address (every attempt counts), and failed ones per
     #: minute for one account (whatever the address): beyond either, ``429`` with Retry-After.
     #: Per process, like every rate here; the address is the peer uvicorn reports (behind a

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from signoff_contracts.operations import Locale
 
-__all__ = ["UI", "Locale", "money", "notice", "status", "t", "when"]
+__all__ = ["UI", "Locale", "money", "notice", "problem", "role", "status", "t", "when"]
 
 UI: dict[str, dict[Locale, str]] = {
     "app": {"en": "signoff", "fr": "signoff"},
@@ -40,12 +40,12 @@ UI: dict[str, dict[Locale, str]] = {
     },
     "home": {"en": "Start", "fr": "Accueil"},
     "inbox": {"en": "Approvals", "fr": "Approbations"},
-    "orders": {"en": "Orders", "fr": "Commandes"},
-    "broadcasts": {"en": "Broadcast forms", "fr": "Formulaires d'envoi"},
-    "participant": {"en": "Participant", "fr": "Participant"},
-    "total": {"en": "Total", "fr": "Total"},
-    "order_assistant": {"en": "Ask the order assistant", "fr": "Demander à l'assistant commandes"},
-    "email_assistant": {"en": "Ask the email assistant", "fr": "Demander à l'assistant courriel"},
+    "ask_assistant": {"en": "Ask the assistant", "fr": "Demander à l'assistant"},
+    "no_resources": {"en": "Nothing to open here yet.", "fr": "Rien à ouvrir ici pour l'instant."},
+    "no_sections": {
+        "en": "No assistant is available right now. Try again in a moment.",
+        "fr": "Aucun assistant n'est disponible pour l'instant. Réessayez dans un moment.",
+    },
     "chat": {"en": "Conversation", "fr": "Conversation"},
     "you": {"en": "You", "fr": "Vous"},
     "assistant": {"en": "Assistant", "fr": "Assistant"},
@@ -85,6 +85,111 @@ UI: dict[str, dict[Locale, str]] = {
     "error": {"en": "Something went wrong.", "fr": "Une erreur s'est produite."},
     "forbidden": {"en": "You may not do this.", "fr": "Vous ne pouvez pas faire cela."},
     "not_found": {"en": "Not found.", "fr": "Introuvable."},
+    "reference": {"en": "Reference for support", "fr": "Référence pour l'assistance"},
+}
+
+#: what an API's problem ``code`` means to a person, and what they can do about it
+PROBLEMS: dict[str, dict[Locale, str]] = {
+    "not_found": {
+        "en": "We could not find this. It may have been removed, or it belongs to another "
+        "organization. Go back to the start page and open it from there.",
+        "fr": "Introuvable. Cela a peut-être été supprimé, ou appartient à une autre "
+        "organisation. Revenez à l'accueil et ouvrez-le depuis là.",
+    },
+    "forbidden": {
+        "en": "You are not allowed to do this with your role. Ask a manager of your "
+        "organization if it needs doing.",
+        "fr": "Votre rôle ne vous permet pas de faire cela. Demandez à un gestionnaire de "
+        "votre organisation si c'est nécessaire.",
+    },
+    "expired": {
+        "en": "This has expired: it can no longer be decided. Ask the assistant again for a "
+        "fresh proposal.",
+        "fr": "Ceci a expiré : il n'est plus possible d'en décider. Redemandez à l'assistant "
+        "une nouvelle proposition.",
+    },
+    "unauthenticated": {
+        "en": "Your session has expired. Please sign in again.",
+        "fr": "Votre session a expiré. Veuillez vous reconnecter.",
+    },
+    "unavailable": {
+        "en": "The service is unavailable at the moment. Nothing was changed: try again in a "
+        "moment.",
+        "fr": "Le service est momentanément indisponible. Rien n'a été modifié : réessayez "
+        "dans un moment.",
+    },
+    "busy": {
+        "en": "The assistant is still answering. Wait for its answer, then try again.",
+        "fr": "L'assistant répond encore. Attendez sa réponse, puis réessayez.",
+    },
+    "rate_limited": {
+        "en": "Too many requests at once. Wait a moment and try again.",
+        "fr": "Trop de demandes à la fois. Attendez un instant et réessayez.",
+    },
+    "unknown_section": {
+        "en": "This assistant is not available: the assistant service does not serve this "
+        "section. Go back to the start page and choose one of the assistants listed there.",
+        "fr": "Cet assistant n'est pas disponible : le service des assistants ne couvre pas "
+        "cette section. Revenez à l'accueil et choisissez l'un des assistants proposés.",
+    },
+    "error": {
+        "en": "Something went wrong on our side. Nothing is known to have changed. Try again; "
+        "if it happens again, give the reference below to your administrator.",
+        "fr": "Une erreur s'est produite de notre côté. Rien n'a changé à notre connaissance. "
+        "Réessayez ; si cela se reproduit, communiquez la référence ci-dessous à votre "
+        "administrateur.",
+    },
+}
+
+#: an API's problem ``code`` (or a bare HTTP status) → the ``PROBLEMS`` entry that explains it
+PROBLEM_OF: dict[str, str] = {
+    "not_found": "not_found",
+    "resource_not_found": "not_found",
+    "forbidden": "forbidden",
+    "not_your_conversation": "forbidden",
+    "csrf": "forbidden",
+    "expired": "expired",
+    "unauthenticated": "unauthenticated",
+    "turn_in_progress": "busy",
+    "rate_limited": "rate_limited",
+    "unknown_section": "unknown_section",
+    "proposals_unavailable": "unavailable",
+    "unavailable": "unavailable",
+    "401": "unauthenticated",
+    "403": "forbidden",
+    "404": "not_found",
+    "429": "rate_limited",
+    "502": "unavailable",
+    "503": "unavailable",
+    "504": "unavailable",
+}
+
+ROLES: dict[str, dict[Locale, str]] = {
+    "admin": {"en": "administrator", "fr": "administrateur"},
+    "manager": {"en": "manager", "fr": "gestionnaire"},
+    "viewer": {"en": "viewer", "fr": "lecteur"},
+}
+
+#: the outcome line of a finished card: what was done, in words (``{title}`` is the card's)
+OUTCOMES: dict[str, dict[Locale, str]] = {
+    "succeeded": {
+        "en": "Done: “{title}” was carried out as approved.",
+        "fr": "C'est fait : « {title} » a été exécutée comme approuvée.",
+    },
+    "needs_reconciliation": {
+        "en": "Not certain yet: signoff is checking with the provider whether “{title}” "
+        "took effect.",
+        "fr": "Pas encore certain : signoff vérifie auprès du fournisseur si « {title} » a "
+        "pris effet.",
+    },
+    "revision_required": {
+        "en": "Not carried out, nothing was changed: {detail}",
+        "fr": "Non exécutée, rien n'a été modifié : {detail}",
+    },
+    "failed": {
+        "en": "Failed and will not be retried. Quote {detail} to an operator.",
+        "fr": "Échec, sans nouvelle tentative. Communiquez {detail} à un opérateur.",
+    },
 }
 
 STATUS: dict[str, dict[Locale, str]] = {
@@ -143,6 +248,20 @@ _MONTHS_FR = (
 
 def t(key: str, locale: Locale) -> str:
     return UI[key][locale]
+
+
+def problem(code: str, locale: Locale) -> str:
+    """What a problem ``code`` (or an HTTP status as text) means, and what to do about it."""
+    return PROBLEMS[PROBLEM_OF.get(code, "error")][locale]
+
+
+def role(value: str, locale: Locale) -> str:
+    return ROLES.get(value, {}).get(locale, value)
+
+
+def outcome(kind: str, locale: Locale, **params: str) -> str:
+    template = OUTCOMES.get(kind)
+    return status(kind, locale) if template is None else template[locale].format(**params)
 
 
 def status(value: str, locale: Locale) -> str:

@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
-from signoff_contracts.assistants import Assistant, NoParameters, ProposeTool, ReadTool
+from signoff_contracts.assistants import (
+    Assistant,
+    NoParameters,
+    ProposeTool,
+    ReadTool,
+    ResourceItem,
+)
 from signoff_contracts.operations import Locale, Scope
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -110,6 +116,7 @@ _EMAIL_INSTRUCTIONS: dict[Locale, str] = {
 class OrderAssistant(Assistant):
     section: ClassVar[str] = "orders"
     resource: ClassVar[str] = "order"
+    title = {"en": "Orders", "fr": "Commandes"}
     instructions = _ORDER_INSTRUCTIONS
     read_tools = (OrderInvestigation(),)
     propose_tools = (
@@ -145,10 +152,37 @@ class OrderAssistant(Assistant):
             "Use get_order_investigation for its details."
         )
 
+    async def resources(
+        self, conn: AsyncConnection, organization_id: str, locale: Locale, limit: int
+    ) -> list[ResourceItem]:
+        o, p = t.orders, t.participants
+        rows = await conn.execute(
+            select(o.c.id, o.c.currency, o.c.total_cents, p.c.name)
+            .join_from(o, p, p.c.id == o.c.participant_id)
+            .where(o.c.organization_id == organization_id)
+            .order_by(o.c.created_at.desc(), o.c.id)
+            .limit(limit)
+        )
+        total = _TOTAL[locale]
+        return [
+            ResourceItem(
+                id=r.id, label=f"{r.name} · {r.id} · {total} {_money(r.total_cents, r, locale)}"
+            )
+            for r in rows
+        ]
+
+
+_TOTAL: dict[Locale, str] = {"en": "Total", "fr": "Total"}
+
+
+def _money(cents: int, row: Any, locale: Locale) -> str:
+    return format_money(cents, row.currency, locale)
+
 
 class EmailAssistant(Assistant):
     section: ClassVar[str] = "email"
     resource: ClassVar[str] = "broadcast"
+    title = {"en": "Email broadcasts", "fr": "Envois de courriels"}
     instructions = _EMAIL_INSTRUCTIONS
     read_tools = (ListSegments(), CountAudience())
     propose_tools = (
@@ -183,3 +217,15 @@ class EmailAssistant(Assistant):
             f"Broadcast form “{row.name[:200]}”; current subject: {subject}; current audience: "
             f"{row.audience_count or 0} people. Use list_segments and count_audience."
         )
+
+    async def resources(
+        self, conn: AsyncConnection, organization_id: str, locale: Locale, limit: int
+    ) -> list[ResourceItem]:
+        b = t.broadcast_forms
+        rows = await conn.execute(
+            select(b.c.id, b.c.name)
+            .where(b.c.organization_id == organization_id)
+            .order_by(b.c.name, b.c.id)
+            .limit(limit)
+        )
+        return [ResourceItem(id=r.id, label=r.name) for r in rows]

@@ -30,6 +30,6 @@ PRIVILEGES = DomainPrivileges(
         t.broadcast_forms.name,
     ),
     private_columns={t.users.name: ("password_hash",)},
-    # the web's start page lists orders (with the participant's name) and broadcast forms
-    web=(t.orders.name, t.participants.name, t.broadcast_forms.name),
+    # the web reads nothing beyond the directory: its start page lists what the agent serves
+    web=(),
 )

@@ -1,7 +1,8 @@
 """Wiring: the FastAPI application whose lifespan runs the consumers and the loops.
 
 One process holds the HTTP API, three AMQP consumers (requests, approval commands, outcomes)
-and three loops (the outbox relay, the expiry sweep, the stuck-execution sweep). Every part is
+and loops (the outbox relay, the expiry sweep, the stuck-execution sweep, the event
+streams' ``LISTEN``). Every part is
 safe to run in several replicas: claims are conditional UPDATEs, sweeps and the relay take rows
 with ``SKIP LOCKED``.
 """
@@ -16,6 +17,7 @@ import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory
 from signoff_runtime import unsafe
+from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
@@ -25,6 +27,7 @@ from signoff_runtime.settings import load as load_settings
 
 from signoff_proposals import (
     decision_routes,
+    events,
     handlers,
     lifecycle_metrics,
     routes,
@@ -54,7 +57,8 @@ def create_app(
         direct=unsafe.direct_publisher(runtime),
     )
     handlers.register(ctx, runtime.broker)
-    runtime.loops.extend(_loops(ctx, runtime))
+    hub = events.ChangeHub(asyncpg_dsn(settings.db.url), settings.unsafe.events_every_organization)
+    runtime.loops.extend([*_loops(ctx, runtime), hub.listen])
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -67,6 +71,7 @@ def create_app(
     app.state.runtime = runtime
     app.include_router(routes.router(ctx))
     app.include_router(decision_routes.router(ctx))
+    app.include_router(events.router(ctx, hub))
     install_standard_routes(app, {"db": runtime.db_ok, "broker": runtime.broker_ok}, settings)
     return app
 
@@ -115,4 +120,6 @@ def serve() -> None:
         port=settings.proposals.port,
         log_config=None,
         access_log=False,
+        # open event streams end only when their reader goes: do not wait for them forever
+        timeout_graceful_shutdown=10,
     )

@@ -18,6 +18,11 @@ part                   contract
                        args)``; the scope is the server's, never a model argument
 ``propose_tools``      ``ProposeTool``: a model-facing tool name → an operation kind; the
                        tool's schema is generated from the operation's ``Request``
+``title``              per-locale name of the section as a person reads it (``Orders``); a
+                       frontend lists the sections the agent serves under these titles
+``resources``          the organization's resources a conversation can open on (newest or
+                       most useful first, at most ``limit``), each an id and a short label in
+                       the reader's locale — where a frontend offers "ask the assistant"
 =====================  ======================================================================
 
 Strict tool schemas (``strict_parameters``) follow the rules of OpenAI's strict mode: every
@@ -99,6 +104,14 @@ class ReadTool(ABC, Generic[ParamsT]):
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceItem:
+    """One resource a conversation can open on, as a list shows it (never a tenant id)."""
+
+    id: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
 class ProposeTool:
     """A model-facing name for proposing one operation (its ``Request`` is the schema)."""
 
@@ -116,6 +129,8 @@ class Assistant(ABC):
     read_tools: ClassVar[tuple[ReadTool[Any], ...]] = ()
     propose_tools: ClassVar[tuple[ProposeTool, ...]] = ()
     max_context_chars: ClassVar[int] = 4000
+    #: optional for backward compatibility: a missing locale falls back to ``section``
+    title: ClassVar[dict[Locale, str]] = {}
 
     @abstractmethod
     async def exists(self, conn: Any, scope: Scope) -> bool:
@@ -124,6 +139,18 @@ class Assistant(ABC):
     @abstractmethod
     async def context(self, conn: Any, scope: Scope) -> str:
         """A short, application-written summary of the resource for the model."""
+
+    async def resources(
+        self, conn: Any, organization_id: str, locale: Locale, limit: int
+    ) -> list[ResourceItem]:
+        """The organization's resources of this section a person may open a conversation on.
+
+        The default lists none: the section still serves conversations opened by id.
+        """
+        return []
+
+    def title_in(self, locale: Locale) -> str:
+        return self.title.get(locale) or self.section
 
 
 def check_assistant(cls: type[Any]) -> None:
@@ -140,6 +167,9 @@ def check_assistant(cls: type[Any]) -> None:
     problems += [
         f"no instructions for locale {loc!r}" for loc in LOCALES if loc not in instructions
     ]
+    title = getattr(cls, "title", {})
+    if title:
+        problems += [f"no title for locale {loc!r}" for loc in LOCALES if loc not in title]
     names = [tool.name for tool in cls.read_tools] + [tool.name for tool in cls.propose_tools]
     problems += [
         f"tool name {n!r} is not a valid tool name" for n in names if not TOOL_NAME.match(n)

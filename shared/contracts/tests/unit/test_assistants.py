@@ -151,3 +151,12 @@ def test_a_read_tool_must_forbid_unknown_parameters() -> None:
 
     with pytest.raises(AssistantDefinitionError, match="forbid unknown fields"):
         check_assistant(WithLoose)
+
+
+def test_a_title_when_given_covers_every_locale_and_defaults_to_the_section() -> None:
+    class HalfTitled(Good):
+        title = {"en": "Things"}
+
+    with pytest.raises(AssistantDefinitionError, match="no title for locale 'fr'"):
+        check_assistant(HalfTitled)
+    assert Good().title_in("fr") == "things"

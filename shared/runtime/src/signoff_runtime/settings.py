@@ -155,6 +155,9 @@ class UnsafeSettings(BaseModel):
     no_session_revocation: bool = False
     #: the web's sign-in takes any number of attempts per address and per account
     no_signin_rate_limit: bool = False
+    #: the proposals event stream (``GET /v1/events``) hands every organization's changes to
+    #: every reader instead of only their own organization's
+    events_every_organization: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""

@@ -1,6 +1,7 @@
 // signoff web: progressive enhancement only. Every page works without this script.
-// - polls a page's live fragment each second and swaps it in when its version changed
-// - shows expiry countdowns
+// - follows a live page's event stream and swaps in the fragments the web pushes; only when
+//   the stream cannot be opened does it poll the page's /live fragment each second instead
+// - shows expiry countdowns (client-side: no request)
 // - disables a form's buttons once it is submitted (a double-click sends one request)
 "use strict";
 
@@ -37,23 +38,51 @@ function editing(live) {
   return active && live.contains(active) && /INPUT|TEXTAREA|SELECT/.test(active.tagName) && active.value;
 }
 
-async function poll(live) {
-  if (!live.dataset.live) return;
+// a fragment (pushed or polled) replaces the live section when its version is new
+function swap(live, html, pending) {
+  const holder = document.createElement("div");
+  holder.innerHTML = html;
+  const fresh = holder.firstElementChild;
+  if (!fresh || fresh.dataset.version === live.dataset.version) return;
+  if (editing(live)) { pending.html = html; return; }  // not under the person's typing
+  pending.html = null;
+  live.replaceChildren(...fresh.childNodes);
+  live.dataset.version = fresh.dataset.version;
+  guardForms(live);
+  countdowns(live);
+}
+
+async function poll(live, pending) {
   try {
     const response = await fetch(live.dataset.live, { headers: { "Accept": "text/html" }, credentials: "same-origin" });
-    if (response.ok) {
-      const holder = document.createElement("div");
-      holder.innerHTML = await response.text();
-      const fresh = holder.firstElementChild;
-      if (fresh && fresh.dataset.version !== live.dataset.version && !editing(live)) {
-        live.replaceChildren(...fresh.childNodes);
-        live.dataset.version = fresh.dataset.version;
-        guardForms(live);
-        countdowns(live);
-      }
-    }
+    if (response.ok) swap(live, await response.text(), pending);
   } catch (_) { /* offline for a moment: try again next tick */ }
-  setTimeout(() => poll(live), 1000);
+  setTimeout(() => poll(live, pending), 1000);
+}
+
+function follow(live, pending) {
+  let polling = false;
+  const fallBack = () => {
+    if (polling) return;
+    polling = true;
+    live.dataset.mode = "poll";
+    setTimeout(() => poll(live, pending), 1000);
+  };
+  if (!live.dataset.events || typeof EventSource === "undefined") { fallBack(); return; }
+  const url = live.dataset.events + "?v=" + encodeURIComponent(live.dataset.version || "");
+  const stream = new EventSource(url);
+  let opened = false;
+  stream.onopen = () => { opened = true; live.dataset.mode = "push"; };
+  stream.addEventListener("fragment", (event) => swap(live, event.data, pending));
+  const stop = () => { stream.close(); fallBack(); };
+  stream.addEventListener("unavailable", stop);
+  stream.addEventListener("gone", () => stream.close());
+  // refused outright (never opened), or closed for good: poll instead
+  stream.onerror = () => { if (!opened || stream.readyState === EventSource.CLOSED) stop(); };
+  // a fragment held back while the person typed is shown once they leave the field
+  live.addEventListener("focusout", () => setTimeout(() => {
+    if (pending.html) swap(live, pending.html, pending);
+  }, 0));
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -61,5 +90,5 @@ document.addEventListener("DOMContentLoaded", () => {
   countdowns(document);
   setInterval(() => countdowns(document), 1000);
   const live = document.getElementById("live");
-  if (live && live.dataset.live) setTimeout(() => poll(live), 1000);
+  if (live && live.dataset.live) follow(live, { html: null });
 });
