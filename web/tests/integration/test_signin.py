@@ -7,6 +7,7 @@ point) and called in-process; every session row, hash and membership is PostgreS
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ from signoff_runtime.settings import AmqpSettings, DatabaseSettings, UnsafeSetti
 from signoff_runtime.topology import Topology
 from signoff_web import session_store, sessions
 from signoff_web.app import create_app
+from signoff_web.sections import Catalogue
 from signoff_web.settings import WebGroup, WebSettings
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -44,7 +46,10 @@ def build(database_url: str, amqp_url: str, topology: Topology) -> Callable[...,
             web=WebGroup(**web),
             unsafe=unsafe or UnsafeSettings(),
         )
-        return create_app(settings)
+        app = create_app(settings)
+        # no agent runs here: the home page lists no section (as an agent serving none would)
+        app.state.catalogue = Catalogue(app.state.apis, 3600.0, [], time.monotonic())
+        return app
 
     return _build
 

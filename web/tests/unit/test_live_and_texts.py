@@ -86,7 +86,7 @@ async def test_the_sections_are_asked_of_the_agent_and_kept_for_a_while() -> Non
 async def test_a_dropped_upstream_is_reopened_from_the_last_event_it_sent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(live, "token", lambda request, who: "bearer")
+    monkeypatch.setattr(live, "tokens", lambda request, who: "bearer")
     monkeypatch.setattr(asyncio, "sleep", _no_wait)  # the reconnect's back-off
     asked: list[str | None] = []
 
