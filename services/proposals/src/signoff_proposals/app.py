@@ -8,7 +8,6 @@ with ``SKIP LOCKED``.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,7 +18,6 @@ from signoff_runtime import unsafe
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
-from signoff_runtime.rpc import Requester
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
@@ -50,7 +48,6 @@ def create_app(
         topology=runtime.topology,
         operations=ops,
         directory=people,
-        requester=Requester(settings.amqp.url, app_id="signoff-proposals"),
         direct=unsafe.direct_publisher(runtime),
     )
     handlers.register(ctx, runtime.broker)
@@ -58,8 +55,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        # the requester outlives the consumers, which may be asking through it
-        async with ctx.requester or contextlib.nullcontext(), runtime.running():
+        async with runtime.running():
             yield
 
     app = FastAPI(title="signoff proposals", lifespan=lifespan)

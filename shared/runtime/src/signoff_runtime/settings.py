@@ -70,6 +70,8 @@ class LimitsSettings(BaseModel):
     max_body_bytes: int = Field(default=256_000, ge=1024)
     approvals_per_minute: int = Field(default=6000, ge=1)
     messages_per_minute: int = Field(default=600, ge=1)
+    #: proposals each person may ask for per minute (per proposals-service process)
+    proposals_per_minute: int = Field(default=600, ge=1)
 
 
 class UnsafeSettings(BaseModel):
@@ -89,6 +91,9 @@ class UnsafeSettings(BaseModel):
     publish_without_outbox: bool = False
     #: the outbox relay commits rows as sent before the broker confirms their publish
     mark_sent_before_confirm: bool = False
+    #: the proposals service stores a v1 ``ProposalRequested`` as sent: the agent's arguments,
+    #: preview, organization and person, unchecked (the contract made outside the trust boundary)
+    trust_agent_contract: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""

@@ -36,7 +36,9 @@ EXCHANGES: dict[str, ExchangeKind] = {
 }
 
 QUEUES: tuple[QueueSpec, ...] = (
-    QueueSpec("proposals.requests", "commands", "proposal.requested", "store resolved proposals"),
+    QueueSpec(
+        "proposals.requests", "commands", "proposal.requested", "resolve and store proposals"
+    ),
     QueueSpec("proposals.approvals", "commands", "approval.command", "approve/decline/revise"),
     QueueSpec("proposals.pause-points", "commands", "pause_point.requested", "store pause points"),
     QueueSpec("proposals.outcomes", "outcomes", "execution.outcome", "record outcomes"),
@@ -55,7 +57,6 @@ QUEUES: tuple[QueueSpec, ...] = (
         "hand outcomes and pause-point resolutions back to conversations",
         extra_keys=("pause_point.#",),
     ),
-    QueueSpec("agent.resolve", "commands", "revision.resolve", "resolve revised requests"),
 )
 
 ROUTING_KEYS = {spec.key: spec.routing_key for spec in QUEUES}
