@@ -20,6 +20,7 @@ from signoff_contracts.operations import (
     LocalOperation,
     Membership,
     PreviewLine,
+    Rejected,
     RenderedPreview,
     Resolved,
     Scope,
@@ -35,6 +36,10 @@ MEMBERS_DDL = (
     " PRIMARY KEY (user_id, organization_id))"
 )
 APPROVER_ROLES = frozenset({"admin", "manager"})
+#: a resource the operation's ``resolve`` refuses (``Rejected("member_not_found")``)
+MISSING_MEMBER = "usr_missing"
+#: more points than ``resolve`` grants at once (``Rejected("points_over_budget")``)
+BUDGET = 5000
 
 
 class GrantRequest(BaseModel):
@@ -74,6 +79,14 @@ class GrantPoints(LocalOperation[GrantRequest, GrantArguments, GrantPreview, Gra
     async def resolve(
         self, request: GrantRequest, scope: Scope, conn: Any
     ) -> Resolved[GrantArguments, GrantPreview]:
+        # the proposals service resolves in a read-only transaction: make every test say so
+        read_only = (await conn.execute(text("SHOW transaction_read_only"))).scalar_one()
+        if read_only != "on":
+            raise Rejected("resolve_not_read_only")
+        if scope.resource_id == MISSING_MEMBER:
+            raise Rejected("member_not_found", member_id=scope.resource_id)
+        if request.points > BUDGET:
+            raise Rejected("points_over_budget", budget=BUDGET)
         args = GrantArguments(member_id=scope.resource_id, points=request.points)
         return Resolved(args, GrantPreview(member_id=scope.resource_id, points=request.points))
 
