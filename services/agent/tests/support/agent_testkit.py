@@ -157,6 +157,8 @@ class FakeProposals:
     proposals: list[Stored] = field(default_factory=list)
     pauses: list[AskedPause] = field(default_factory=list)
     refuse_with: Reason | None = None
+    #: which check ``refuse_with`` stands for (``ProposalRequestReply.refusal``)
+    refusal: str = "not_stored"
     #: runs before the reply (e.g. to deliver the ``created`` event first, as a fast relay can)
     before_reply: Callable[[Stored], Awaitable[None]] | None = None
 
@@ -202,7 +204,7 @@ class FakeProposals:
             if self.before_reply is not None:
                 await self.before_reply(stored)
             if self.refuse_with is not None:
-                raise _Refused("not_stored", self.refuse_with)
+                raise _Refused(self.refusal, self.refuse_with)
         except _Refused as refused:
             reply = ProposalRequestReply(
                 accepted=False,

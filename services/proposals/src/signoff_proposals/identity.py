@@ -74,6 +74,7 @@ async def identify(
     conversation_id: str | None,
 ) -> Person:
     """The person the request speaks for, a current member of their organization."""
+    via: Via
     if token is not None:
         try:
             claims = verify_agent_token(ctx, token)
@@ -86,7 +87,7 @@ async def identify(
     member = await ctx.directory.membership(conn, user, org)
     if member is None or member.organization_id != org or member.user_id != user:
         raise NotIdentified("forbidden", "not_a_member")
-    return Person(member, via)  # type: ignore[arg-type]
+    return Person(member, via)
 
 
 async def _resumed(

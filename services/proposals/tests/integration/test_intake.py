@@ -57,6 +57,27 @@ async def test_a_request_is_resolved_here_and_stored_pending_with_audit_and_even
     assert (announced.event, announced.proposal.id) == ("created", row.id)
 
 
+async def test_the_preview_shown_and_the_arguments_stored_come_from_one_resolve_call(service):
+    """Each ``resolve`` of ``points.stamp`` stamps a fresh id into arguments and preview."""
+    org = new_id("org")
+    reply = await service.propose(org, operation_kind="points.stamp", request={"points": 3})
+    assert reply.accepted, reply
+    row = await service.row(reply.proposal.id)
+    assert row.arguments["resolution"] == row.preview["resolution"]
+    assert reply.proposal.preview == row.preview
+
+    token = await _token(service, org)
+    revised = await service.http.post(
+        f"/v1/proposals/{row.id}/revise",
+        json={"request": {"points": 4}},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert revised.status_code == 200, revised.text
+    new = await service.row(revised.json()["proposal"]["id"])
+    assert new.arguments["resolution"] == new.preview["resolution"] != row.preview["resolution"]
+    assert new.arguments["points"] == new.preview["points"] == 4
+
+
 async def test_fields_of_the_agents_making_are_ignored_what_runs_is_what_was_resolved(service):
     """A tampered agent adds a harmless preview, harmful arguments and another organization and
     person to a v2 request: none of it is read (readers ignore unknown fields)."""

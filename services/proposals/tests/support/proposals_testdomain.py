@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
+from signoff_contracts.ids import new_id
 from signoff_contracts.operations import (
     Actor,
     ExecutionContext,
@@ -108,6 +109,33 @@ class GrantPoints(LocalOperation[GrantRequest, GrantArguments, GrantPreview, Gra
         return GrantResult(balance=arguments.points)
 
 
+class StampedArguments(GrantArguments):
+    resolution: str
+
+
+class StampedPreview(GrantPreview):
+    resolution: str
+
+
+class StampedGrant(GrantPoints):
+    """``points.grant`` whose every ``resolve`` call stamps a fresh id into both the arguments
+    and the preview: equal stamps in a stored proposal prove both came from ONE call."""
+
+    kind: ClassVar[str] = "points.stamp"
+    Arguments = StampedArguments
+    Preview = StampedPreview
+
+    async def resolve(  # type: ignore[override]
+        self, request: GrantRequest, scope: Scope, conn: Any
+    ) -> Resolved[StampedArguments, StampedPreview]:
+        plain = await super().resolve(request, scope, conn)
+        stamp = new_id("res")
+        return Resolved(
+            StampedArguments(**plain.arguments.model_dump(), resolution=stamp),
+            StampedPreview(**plain.preview.model_dump(), resolution=stamp),
+        )
+
+
 class TableDirectory:
     """Memberships from ``proposals_testing.members`` on the caller's connection."""
 
@@ -137,4 +165,4 @@ class TableDirectory:
 
 
 def build() -> tuple[Operations, TableDirectory]:
-    return Operations([GrantPoints()]), TableDirectory()
+    return Operations([GrantPoints(), StampedGrant()]), TableDirectory()
