@@ -63,7 +63,7 @@ TABLE: dict[tuple[str, str], Rule] = {
         lambda w: f"/v1/operations/{REFUND}/propose",
         lambda w: {"resource_id": w["a"]["refund_case"]["order_id"], "request": w["request"]},
         other=422,  # resolve finds none of the ids in B's organization: a typed rejection
-        viewer=201,  # proposing changes nothing; approving it needs the role (checked there)
+        viewer=403,  # proposing needs a role the operation allows: a viewer's would fill the queue
     ),
     ("POST", "/v1/conversations"): Rule(
         "agent",

@@ -44,7 +44,7 @@ CONSUMERS = {
         "proposals.outcomes",
         "proposals.reconciliation",
     ),
-    "agent": ("agent.events", "agent.resolve"),
+    "agent": ("agent.events",),
     "executor": ("executor.contracts",),
     "reconciler": ("reconciler.required",),
 }
@@ -74,6 +74,7 @@ def base_env(db_url: str, amqp_url: str) -> dict[str, str]:
         "SIGNOFF_AMQP__PUBLISH_TIMEOUT_S": "5",
         "SIGNOFF_LOG_LEVEL": "INFO",
         "SIGNOFF_LIMITS__APPROVALS_PER_MINUTE": "100000",
+        "SIGNOFF_LIMITS__PROPOSALS_PER_MINUTE": "100000",
         "SIGNOFF_CLUB_PROVIDER_TIMEOUT_S": "2",
         "SIGNOFF_CLUB_ATTEMPT_LEASE_S": "3",
         "SIGNOFF_EXECUTOR__GRACEFUL_TIMEOUT_S": "10",

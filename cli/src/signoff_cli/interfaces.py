@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic.json_schema import models_json_schema
-from signoff_contracts.v1 import MESSAGES
+from signoff_contracts import v1, v2
 from signoff_runtime.topology import EXCHANGES, ROUTING_KEYS, Topology
+
+#: each message type at its newest version (``v2`` replaced the agent's two request messages)
+MESSAGES = {**v1.MESSAGES, **v2.MESSAGES}
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +43,7 @@ def _types(*names: str) -> tuple[str, ...]:
 
 
 CONSUMES: dict[str, tuple[Consumed, ...]] = {
-    "agent": (
-        Consumed("agent.events", _types("ProposalEvent", "PausePointResolved")),
-        Consumed("agent.resolve", _types("ResolveRequested"), _type("ResolveReply")),
-    ),
+    "agent": (Consumed("agent.events", _types("ProposalEvent", "PausePointResolved")),),
     "proposals": (
         Consumed("proposals.requests", _types("ProposalRequested"), _type("ProposalRequestReply")),
         Consumed(
@@ -73,7 +73,6 @@ PUBLISHES: dict[str, tuple[Published, ...]] = {
         Published("contracts", "execution.contract", _types("ExecutionContract")),
         Published("events", "proposal.#", _types("ProposalEvent")),
         Published("events", "pause_point.#", _types("PausePointResolved")),
-        Published("commands", "revision.resolve", _types("ResolveRequested"), True),
     ),
     "executor": (
         Published("outcomes", "execution.outcome", _types("OutcomeReported")),

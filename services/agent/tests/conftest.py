@@ -53,8 +53,8 @@ def model() -> FakeModel:
 
 
 @pytest.fixture
-def proposals() -> FakeProposals:
-    return FakeProposals()
+def proposals(engine: AsyncEngine) -> FakeProposals:
+    return FakeProposals(engine)
 
 
 @pytest_asyncio.fixture(loop_scope="session")

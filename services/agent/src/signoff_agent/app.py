@@ -1,7 +1,7 @@
 """The agent service's process: HTTP API, broker and loops, built once from settings.
 
-One process holds the conversation API and the machine-facing propose endpoint, two AMQP
-consumers (proposal and pause-point events for hand-back; revision resolves), and two loops
+One process holds the conversation API and the machine-facing propose endpoint, one AMQP
+consumer (proposal and pause-point events for hand-back), and two loops
 (the ``LISTEN`` hub of the event streams, the sweep of event-started turns). Replicas are
 safe: a turn is a lease on its conversation, events are deduplicated in the inbox, and streams
 read the journal, not process memory.
@@ -70,8 +70,6 @@ def create_app(
         runtime.broker,
         runtime.topology,
         settings.amqp,
-        operations,
-        directory,
         turns,
         senders=runtime.senders,
     ).register()

@@ -29,12 +29,14 @@ from signoff_contracts.operations import Directory, Membership, Scope
 from signoff_runtime.problems import Problem, problem_response
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AuthSettings
+from signoff_runtime.tokens import bearer
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_agent import repository as repo
 from signoff_agent import streams, views
 from signoff_agent.auth import current_member
+from signoff_agent.proposing import OnBehalf
 from signoff_agent.sections import Sections, UnknownSection
 from signoff_agent.settings import AgentGroup
 from signoff_agent.turns import TurnBusy, Turns
@@ -143,17 +145,25 @@ async def post_message(
         turn_id, said = await agent.turns.begin(conversation_id, member, body.content)
     except TurnBusy:
         raise Problem(409, "turn_in_progress", "The assistant is still answering.") from None
+    # the person's token, in memory for this turn only: the proposals service identifies them
+    on_behalf = OnBehalf(token=bearer(authorization))
     if accept and SSE in accept:
         return StreamingResponse(
-            _streamed_turn(agent, conversation_id, turn_id, member, said), media_type=SSE
+            _streamed_turn(agent, conversation_id, turn_id, member, on_behalf, said),
+            media_type=SSE,
         )
-    written = await agent.turns.run(conversation_id, turn_id, member)
+    written = await agent.turns.run(conversation_id, turn_id, member, on_behalf)
     rendered = [views.message(m, member.locale, agent.operations) for m in (said, *written)]
     return {"conversation_id": conversation_id, "turn_id": turn_id, "messages": rendered}
 
 
 async def _streamed_turn(
-    agent: Conversations, conversation_id: str, turn_id: str, member: Membership, said: Row[Any]
+    agent: Conversations,
+    conversation_id: str,
+    turn_id: str,
+    member: Membership,
+    on_behalf: OnBehalf,
+    said: Row[Any],
 ) -> AsyncIterator[str]:
     """The turn runs in its own task: a client that goes away does not cut it short."""
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
@@ -161,7 +171,7 @@ async def _streamed_turn(
     async def progress(kind: str, data: dict[str, Any]) -> None:
         await queue.put((kind, data))
 
-    task = agent.turns.spawn(agent.turns.run(conversation_id, turn_id, member, progress))
+    task = agent.turns.spawn(agent.turns.run(conversation_id, turn_id, member, on_behalf, progress))
     yield streams.frame(said.seq, "message", views.message(said, member.locale, agent.operations))
     while not task.done() or not queue.empty():
         getter = asyncio.ensure_future(queue.get())

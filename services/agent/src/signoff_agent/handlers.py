@@ -1,10 +1,9 @@
-"""The agent's AMQP consumers: proposal and pause-point events, and revision resolves.
+"""The agent's AMQP consumer: proposal and pause-point events, handed back to conversations.
 
-Both acknowledge manually through ``settle`` after their transaction committed, and parse the
-body themselves, so a malformed message is dead-lettered with a reason rather than dropped.
-Events are deduplicated by ``message_id`` in the inbox, in the transaction that writes their
-messages. A resolve's reply is published after the commit and before the ack (``no_reply``
-turns FastStream's own reply off), and a replayed request gets the stored reply.
+It acknowledges manually through ``settle`` after its transaction committed, and parses the
+body itself, so a malformed message is dead-lettered with a reason rather than dropped. Events
+are deduplicated by ``message_id`` in the inbox, in the transaction that writes their messages.
+(The agent answers no requests: revisions are resolved by the proposals service.)
 """
 
 from __future__ import annotations
@@ -17,18 +16,15 @@ import structlog
 from faststream import AckPolicy
 from faststream.rabbit import Channel, RabbitBroker
 from faststream.rabbit.message import RabbitMessage as Message
-from pydantic import ValidationError
-from signoff_contracts.operations import Directory
-from signoff_contracts.v1 import PausePointResolved, ProposalEvent, ResolveReply, ResolveRequested
+from signoff_contracts.v1 import PausePointResolved, ProposalEvent
 from signoff_runtime.consumer import Delivery, PermanentError, raw_body, settle
-from signoff_runtime.inbox import first_delivery, store_result, stored_result
-from signoff_runtime.registry import Operations
+from signoff_runtime.inbox import first_delivery
 from signoff_runtime.senders import Senders
 from signoff_runtime.settings import AmqpSettings
 from signoff_runtime.topology import Topology
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from signoff_agent import handback, revisions
+from signoff_agent import handback
 from signoff_agent.metrics import HANDBACKS
 from signoff_agent.tables import inbox
 from signoff_agent.turns import Turns
@@ -43,8 +39,6 @@ class Consumers:
     broker: RabbitBroker
     topology: Topology
     amqp: AmqpSettings
-    operations: Operations
-    directory: Directory
     turns: Turns
     senders: Senders
 
@@ -72,17 +66,6 @@ class Consumers:
                 queue_key="agent.events",
                 senders=self.senders,
                 work=lambda: self.event(msg.body),
-            )
-
-        @subscriber("agent.resolve")
-        async def on_resolve(msg: Delivery) -> None:
-            await settle(
-                msg,
-                broker=self.broker,
-                topology=topo,
-                queue_key="agent.resolve",
-                senders=self.senders,
-                work=lambda: self.resolve(msg),
             )
 
     async def event(self, body: bytes) -> None:
@@ -115,33 +98,4 @@ class Consumers:
         if waiting is not None:
             self.turns.resume_soon(waiting)
 
-    async def resolve(self, msg: Message) -> None:
-        try:
-            request = ResolveRequested.model_validate_json(msg.body)
-        except ValidationError:
-            if not msg.reply_to:
-                raise
-            await self._reply(msg, revisions.invalid(msg.raw_message.correlation_id))
-            return
-        async with self.engine.begin() as conn:
-            if await first_delivery(conn, inbox, request.message_id):
-                reply = await revisions.resolve(conn, request, self.operations, self.directory)
-                await store_result(conn, inbox, request.message_id, reply.model_dump(mode="json"))
-            else:
-                reply = ResolveReply.model_validate(
-                    await stored_result(conn, inbox, request.message_id)
-                )
-        await self._reply(msg, reply)
 
-    async def _reply(self, msg: Message, reply: ResolveReply) -> None:
-        if msg.reply_to:
-            await self.broker.publish(
-                reply.model_dump_json().encode(),
-                routing_key=msg.reply_to,
-                correlation_id=msg.raw_message.correlation_id,
-                message_id=reply.message_id,
-                message_type=reply.type,
-                content_type="application/json",
-                user_id=self.senders.me,
-                timeout=self.amqp.publish_timeout_s,
-            )

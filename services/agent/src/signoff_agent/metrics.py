@@ -30,6 +30,3 @@ HANDBACKS = Counter(
     "Proposal and pause-point events handled, by event and whether they wrote a message.",
     ["event", "written"],
 )
-RESOLVES = Counter(
-    "signoff_agent_revision_resolves_total", "Revision resolve requests, by result.", ["result"]
-)

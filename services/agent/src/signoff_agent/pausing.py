@@ -15,13 +15,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from signoff_contracts.ids import new_id
-from signoff_contracts.operations import Membership
 from signoff_contracts.reasons import Reason
 from signoff_contracts.secret_fields import secret_field
-from signoff_contracts.v1 import PausePointRequested, PausePointRequestReply, PausePointView
+from signoff_contracts.v1 import PausePointRequestReply, PausePointView
+from signoff_contracts.v2 import PausePointRequested
 from signoff_runtime.rpc import Requester, RequestFailed
 from signoff_runtime.settings import AmqpSettings
 from signoff_runtime.topology import ROUTING_KEYS, Topology
+
+from signoff_agent.proposing import OnBehalf
 
 NAME = "wait_for_approval"
 DESCRIPTION = (
@@ -152,16 +154,17 @@ class Pauser:
     amqp: AmqpSettings
 
     async def request(
-        self, member: Membership, conversation_id: str, pause: PauseRequest
+        self, on_behalf: OnBehalf, conversation_id: str, pause: PauseRequest
     ) -> PausePointView | Reason:
-        """The stored pause point, or the proposals service's reason for refusing it."""
+        """The stored pause point, or the proposals service's reason for refusing it. The
+        person and organization are the proposals service's to establish (``on_behalf``)."""
+        if on_behalf.token is None and on_behalf.resumed_from is None:
+            return Reason(code="unauthenticated")
         pause_point_id = new_id("pp")
         message = PausePointRequested(
             pause_point_id=pause_point_id,
             correlation_id=pause_point_id,
             source="agent",
-            organization_id=member.organization_id,
-            requested_by=member.user_id,
             conversation_id=conversation_id,
             title=pause.title,
             description=pause.description,
@@ -169,6 +172,7 @@ class Pauser:
             payload=pause.payload,
             kind=pause.kind,
             form_schema=pause.form_schema,
+            **on_behalf.fields(),
         )
         try:
             response = await self.requester.request(

@@ -1,9 +1,12 @@
 """The machine-facing propose endpoint: ``POST /v1/operations/{kind}/propose``.
 
 The same path the assistants' propose tools take: parse the request into the operation's
-``Request`` (unknown fields refused), scope it from the token, run ``resolve``, and hand the
-frozen proposal to the proposals service by request-reply. The answer is ``201`` only once the
-proposal is stored, so an immediate ``GET`` finds it.
+``Request`` (unknown fields refused, the field errors answered at once) and send it, with the
+caller's bearer token, to the proposals service by request-reply; that service authenticates the
+caller, runs the operation's ``resolve`` and stores the contract it made. The answer is ``201``
+only once the proposal is stored, so an immediate ``GET`` finds it. A refusal keeps its HTTP
+meaning: the operation's own reason codes and a quota are ``422``, a role that may not propose
+``403``, the caller's proposal rate ``429`` with ``Retry-After``.
 
 A client that did not hear the answer (a timeout, a ``503``) may send the request again with
 the same ``Idempotency-Key`` header: the key stands for one proposal id per person, so the retry
@@ -22,12 +25,13 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from signoff_contracts.operations import Rejected
-from signoff_runtime.problems import Problem
+from signoff_runtime.problems import Problem, problem_response
 from signoff_runtime.registry import UnknownOperation
+from signoff_runtime.tokens import bearer
 
 from signoff_agent import repository as repo
 from signoff_agent.auth import current_member
-from signoff_agent.proposing import ProposalsUnavailable, Proposer
+from signoff_agent.proposing import NotStored, OnBehalf, ProposalsUnavailable, Proposer
 
 log = structlog.get_logger(__name__)
 router = APIRouter()
@@ -91,8 +95,15 @@ async def propose(
         ) from None
     try:
         created = await proposer.propose(
-            op, member, body.resource_id, parsed, proposal_id=proposal_id
+            op,
+            OnBehalf(token=bearer(authorization)),
+            body.resource_id,
+            parsed,
+            locale=member.locale,
+            proposal_id=proposal_id,
         )
+    except NotStored as exc:
+        return _refused(exc)
     except Rejected as exc:
         raise Problem(
             422,
@@ -110,6 +121,23 @@ async def propose(
     return JSONResponse(
         created, status_code=201, headers={"Location": f"/v1/proposals/{created['proposal']['id']}"}
     )
+
+
+_REFUSALS = {
+    "unauthenticated": (401, "A valid bearer token is required."),
+    "forbidden": (403, "You may not propose this operation."),
+    "rate_limited": (429, "Too many proposals; try again later."),
+}
+
+
+def _refused(exc: NotStored) -> JSONResponse:
+    """The proposals service's refusal, as the HTTP answer it stands for (else ``422``)."""
+    status, title = _REFUSALS.get(exc.refusal, (422, "The operation cannot be proposed as asked."))
+    code = exc.reason.code if status == 422 else exc.refusal
+    response = problem_response(Problem(status, code, title, params=exc.reason.params))
+    if status == 429:
+        response.headers["Retry-After"] = str(exc.reason.params.get("retry_after_s", 1))
+    return response
 
 
 def _digest(kind: str, body: ProposeBody) -> str:

@@ -97,6 +97,21 @@ async def set_pending_trigger(conn: AsyncConnection, conversation_id: str, messa
     )
 
 
+async def last_resolution(conn: AsyncConnection, conversation_id: str) -> str | None:
+    """The pause point whose resolution is the conversation's newest (an event-started turn's
+    reason to run): the proposals service identifies the person from it."""
+    m = messages.c
+    row = (
+        await conn.execute(
+            select(m.pause_point_id)
+            .where(m.conversation_id == conversation_id, m.kind == "resolution")
+            .order_by(m.seq.desc())
+            .limit(1)
+        )
+    ).first()
+    return None if row is None else row.pause_point_id
+
+
 async def waiting_conversations(conn: AsyncConnection, limit: int = 20) -> list[str]:
     c = conversations.c
     rows = await conn.execute(

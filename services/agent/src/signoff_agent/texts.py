@@ -144,6 +144,27 @@ REASONS: dict[str, dict[Locale, str]] = {
         "en": "the request did not fit the tool.",
         "fr": "la demande ne correspondait pas à l'outil.",
     },
+    "forbidden": {
+        "en": "your role may not propose this change; someone who may must ask for it.",
+        "fr": "votre rôle ne permet pas de proposer ce changement ; une personne habilitée "
+        "doit le demander.",
+    },
+    "not_a_member": {
+        "en": "you are no longer a member of this organization.",
+        "fr": "vous n'êtes plus membre de cette organisation.",
+    },
+    "rate_limited": {
+        "en": "too many proposals in a short time; try again in {retry_after_s} s.",
+        "fr": "trop de propositions en peu de temps ; réessayez dans {retry_after_s} s.",
+    },
+    "unauthenticated": {
+        "en": "your sign-in could not be confirmed; sign in again.",
+        "fr": "votre connexion n'a pas pu être confirmée ; reconnectez-vous.",
+    },
+    "resumed_from_not_usable": {
+        "en": "too much time has passed since your answer; please ask again.",
+        "fr": "trop de temps a passé depuis votre réponse ; redemandez-le.",
+    },
 }
 
 

@@ -5,8 +5,9 @@ conversation, never from an argument):
 
 - read tools: the assistant's own, answering data the model may read (bounded in size);
 - propose tools: the schema is generated from the operation's ``Request``; a call is parsed
-  by that model (unknown fields refused) and run through the very ``Proposer`` the
-  machine-facing endpoint uses — ``resolve``, then request-reply to the proposals service;
+  by that model (unknown fields refused) and sent through the very ``Proposer`` the
+  machine-facing endpoint uses, on behalf of the turn's person (``on_behalf``: their token, or
+  the pause point whose answer started the turn) — the proposals service resolves and stores it;
 - ``wait_for_approval``: a pause point (``pausing``).
 
 A call ends in a typed outcome. ``ToolResult`` and ``ToolError`` go back to the model (an error
@@ -34,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_agent import pausing
 from signoff_agent.metrics import TOOL_CALLS
-from signoff_agent.proposing import NotStored, ProposalsUnavailable, Proposer
+from signoff_agent.proposing import NotStored, OnBehalf, ProposalsUnavailable, Proposer
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,8 @@ class Toolbox:
     assistant: Assistant
     scope: Scope
     member: Membership
+    #: who the turn's requests speak for; a token lives here, in memory, for the turn only
+    on_behalf: OnBehalf
     conversation_id: str
     engine: AsyncEngine
     proposer: Proposer
@@ -187,7 +190,12 @@ class Toolbox:
             return _invalid(exc)
         try:
             created = await self.proposer.propose(
-                op, self.member, self.scope.resource_id, request, self.conversation_id
+                op,
+                self.on_behalf,
+                self.scope.resource_id,
+                request,
+                self.conversation_id,
+                locale=self.member.locale,
             )
         except NotStored as exc:
             return Stopped("proposal_refused", {"reason": _reason(exc.reason), "kind": op.kind})
@@ -209,7 +217,7 @@ class Toolbox:
                 [{"field": exc.field, "problem": exc.problem}],
             )
         try:
-            stored = await self.pauser.request(self.member, self.conversation_id, pause)
+            stored = await self.pauser.request(self.on_behalf, self.conversation_id, pause)
         except pausing.PausesUnavailable:
             return Stopped("proposals_unavailable", {})
         if isinstance(stored, Reason) and stored.code.endswith("_quota_exceeded"):

@@ -9,6 +9,12 @@ transaction with the lease's release, so a failure leaves either nothing or all 
 Event-started turns (a pause point resolved) leave a ``pending_trigger`` on the conversation:
 the consumer starts the turn right after its commit, a turn that finishes with a trigger
 waiting starts another, and a slow sweep picks up any the process lost (a crash, a restart).
+
+Who a turn's requests to the proposals service speak for (``OnBehalf``): a turn the person
+started carries their bearer token, in memory only, for that turn; an event-started turn has no
+token and names the resolved pause point whose answer started it — the proposals service takes
+the person from its own row of that pause point (same conversation, resolved recently). No token
+is ever written to the database.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from signoff_agent import repository as repo
 from signoff_agent.metrics import TURN_SECONDS, TURNS
 from signoff_agent.model import ChatModel
 from signoff_agent.pausing import Pauser
-from signoff_agent.proposing import Proposer
+from signoff_agent.proposing import OnBehalf, Proposer
 from signoff_agent.sections import Sections
 from signoff_agent.settings import AgentGroup
 from signoff_agent.toolbox import Paused, Proposed, Stopped, Toolbox
@@ -110,11 +116,12 @@ class Turns:
             member = await self.directory.membership(
                 conn, conversation.created_by, conversation.organization_id
             )
+            resumed_from = await repo.last_resolution(conn, conversation_id)
             await repo.append_journal(conn, conversation_id, "turn", f"started:{turn_id}")
         if member is None:
             await self._finish(conversation_id, turn_id, "", Stopped("membership_ended", {}), [])
             return
-        await self.run(conversation_id, turn_id, member)
+        await self.run(conversation_id, turn_id, member, OnBehalf(resumed_from=resumed_from))
 
     async def sweep(self) -> None:
         """Forever: start turns whose trigger nobody picked up."""
@@ -131,6 +138,7 @@ class Turns:
         conversation_id: str,
         turn_id: str,
         member: Membership,
+        on_behalf: OnBehalf,
         progress: loop.Progress | None = None,
     ) -> list[Row[Any]]:
         """Run the claimed turn to its end; return the messages it wrote."""
@@ -142,7 +150,9 @@ class Turns:
                 conversation = await repo.get(conn, conversation_id)
                 assert conversation is not None
                 section = conversation.section
-                messages, note_ids, toolbox = await self._prepare(conn, conversation, member)
+                messages, note_ids, toolbox = await self._prepare(
+                    conn, conversation, member, on_behalf
+                )
             limits = loop.Limits(
                 self.group.max_model_calls, self.group.max_invalid_calls, self.group.reply_chars
             )
@@ -157,7 +167,7 @@ class Turns:
         return await self._finish(conversation_id, turn_id, section, ending, note_ids)
 
     async def _prepare(
-        self, conn: AsyncConnection, conversation: Row[Any], member: Membership
+        self, conn: AsyncConnection, conversation: Row[Any], member: Membership, on_behalf: OnBehalf
     ) -> tuple[list[dict[str, Any]], list[int], Toolbox]:
         assistant = self.sections.get(conversation.section)
         scope = Scope(
@@ -180,6 +190,7 @@ class Turns:
             assistant=assistant,
             scope=scope,
             member=member,
+            on_behalf=on_behalf,
             conversation_id=conversation.id,
             engine=self.engine,
             proposer=self.proposer,

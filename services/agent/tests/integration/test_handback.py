@@ -1,8 +1,10 @@
-"""Hand-back without the model: proposal events, pause points, the event stream, revisions."""
+"""Hand-back without the model: proposal events, pause points, the event stream, and who the
+agent's requests speak for."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,14 +24,10 @@ from agent_testkit import (
 from faststream.rabbit import RabbitBroker
 from signoff_contracts.outcomes import RevisionRequired, Succeeded
 from signoff_contracts.reasons import Reason
-from signoff_contracts.v1 import (
-    PausePointResolved,
-    ProposalEvent,
-    ResolveReply,
-    ResolveRequested,
-)
-from signoff_runtime.settings import broker_user
+from signoff_contracts.v1 import PausePointResolved, ProposalEvent
+from signoff_runtime.settings import AuthSettings, broker_user
 from signoff_runtime.testing import wait_until
+from signoff_runtime.tokens import AGENT_AUDIENCE, verify_token
 from signoff_runtime.topology import Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -236,9 +234,7 @@ async def test_a_superseding_proposal_replaces_the_card(
     topology: Topology,
 ) -> None:
     conversation, stored = await _proposed(agent, club, model, proposals)
-    new = stored.model_copy(
-        update={"proposal_id": "prp_01revised", "supersedes": stored.proposal_id}
-    )
+    new = dataclasses.replace(stored, view=changed(stored.view, id="prp_01revised"))
     old_view = changed(view_of(stored), status="superseded", superseded_by=new.proposal_id)
     await _publish(
         amqp_url,
@@ -390,56 +386,64 @@ async def test_an_expired_pause_point_is_ignored_on_resume(
     assert len(model.requests) == 1
 
 
-async def test_revisions_are_resolved_for_the_proposals_service(
+async def test_a_proposal_request_carries_the_request_and_the_token_never_a_contract(
+    agent: httpx.AsyncClient, club: dict[str, Any], model: FakeModel, proposals: FakeProposals
+) -> None:
+    _, stored = await _proposed(agent, club, model, proposals)
+    sent = stored.request
+    assert sent.version == 2 and sent.resumed_from is None
+    assert (
+        verify_token(AuthSettings(), sent.token, audience=AGENT_AUDIENCE).sub
+        == club["users"]["manager"]["id"]
+    )
+    assert sent.request == json.loads(_refund(club["refund_case"]))
+    wire = json.loads(sent.model_dump_json())
+    for absent in ("arguments", "preview", "organization_id", "requested_by", "section"):
+        assert absent not in wire, absent
+    # what the person sees is what the proposals service resolved
+    assert stored.preview["amount_cents"] == 3500
+
+
+async def test_a_turn_started_by_a_resolution_proposes_through_that_pause_point(
     agent: httpx.AsyncClient,
     club: dict[str, Any],
-    other_club: dict[str, Any],
+    model: FakeModel,
+    proposals: FakeProposals,
     amqp_url: str,
     topology: Topology,
-    engine: AsyncEngine,
 ) -> None:
-    case = club["refund_case"]
+    """No token lives beyond the person's own turn: the resumed turn names the pause point."""
+    ask = {"title": "Refund it?", "description": "Say so", "options": [], "payload": None}
+    ask |= {"kind": "approval", "form_schema": None}
+    model.steps = [
+        call("wait_for_approval", json.dumps(ask)),
+        call("propose_payment_refund", _refund(club["refund_case"])),
+    ]
+    opened = await agent.post(
+        "/v1/conversations",
+        json={"section": "orders", "resource_id": club["refund_case"]["order_id"]},
+        headers=auth(club),
+    )
+    conversation = opened.json()["id"]
+    await agent.post(
+        f"/v1/conversations/{conversation}/messages", json={"content": "Ask"}, headers=auth(club)
+    )
+    [asked] = proposals.pauses
+    assert asked.request.token is not None and asked.requested_by == club["users"]["manager"]["id"]
+    resolved = pause_view_of(
+        asked,
+        status="resolved",
+        resolution={"action": "approve"},
+        resolved_by=club["users"]["manager"]["id"],
+        resolved_at=datetime.now(UTC),
+    )
+    await _publish(
+        amqp_url, topology, "pause_point.resolved", PausePointResolved(pause_point=resolved)
+    )
 
-    def ask(**changes: Any) -> ResolveRequested:
-        fields: dict[str, Any] = {
-            "proposal_id": "prp_01old",
-            "organization_id": club["id"],
-            "requested_by": club["users"]["manager"]["id"],
-            "section": "orders",
-            "resource_id": case["order_id"],
-            "operation_kind": "order.refund_missing_discount",
-            "contract_version": 1,
-            "request": json.loads(_refund(case, "account_credit")),
-        }
-        return ResolveRequested(**{**fields, **changes})
+    async def proposed() -> Any:
+        return proposals.proposals[-1] if proposals.proposals else None
 
-    async with RabbitBroker(amqp_url) as broker:
-
-        async def answer(question: ResolveRequested) -> ResolveReply:
-            response = await broker.request(
-                question.model_dump_json().encode(),
-                exchange=topology.exchange("commands"),
-                routing_key="revision.resolve",
-                message_id=question.message_id,
-                correlation_id=question.proposal_id,
-                user_id=broker_user(amqp_url),
-                timeout=10.0,
-            )
-            return ResolveReply.model_validate_json(response.body)
-
-        accepted = await answer(ask())
-        assert accepted.accepted and accepted.preview is not None
-        assert accepted.preview["destination"] == "account_credit"
-        assert accepted.preview["amount_cents"] == 3500 and accepted.contract_version == 1
-        assert accepted.correlation_id == "prp_01old"
-        sneaky = await answer(ask(request={**json.loads(_refund(case)), "amount_cents": 1}))
-        assert not sneaky.accepted and sneaky.reason is not None
-        assert sneaky.reason.code == "invalid_request"
-        assert sneaky.reason.params["field"] == "amount_cents"
-        elsewhere = await answer(ask(resource_id=other_club["refund_case"]["order_id"]))
-        assert not elsewhere.accepted and elsewhere.reason.code == "order_not_found"  # type: ignore[union-attr]
-        outsider = await answer(ask(requested_by=other_club["users"]["manager"]["id"]))
-        assert not outsider.accepted and outsider.reason.code == "forbidden"  # type: ignore[union-attr]
-        replayed = ask()
-        first, second = await answer(replayed), await answer(replayed)
-        assert first.message_id == second.message_id
+    stored = await wait_until(proposed, what="the resumed turn's proposal")
+    assert stored.request.token is None and stored.request.resumed_from == asked.pause_point_id
+    assert stored.view.requested_by == club["users"]["manager"]["id"]

@@ -4,7 +4,9 @@
   messages), recording every request it got;
 - ``FakeProposals``: a stand-in for the proposals service's two request-reply queues
   (``proposals.requests``, ``proposals.pause-points``) on the test's own topology, recording
-  what it was asked and answering accepted (or with a reason, as a test sets);
+  what it was asked and answering as that service would — the person from the token (or from a
+  pause point it stored), the contract from the club operation's own ``resolve`` — or with a
+  reason, as a test sets;
 - ``running_agent``: the agent in-process behind a real socket (server-sent events need one),
   its consumers and loops running.
 """
@@ -27,19 +29,21 @@ from faststream.rabbit.annotations import RabbitMessage
 from signoff_agent.app import create_app
 from signoff_agent.model import ModelReply, ModelUnavailable, ToolCall
 from signoff_agent.settings import AgentSettings
+from signoff_contracts.operations import Rejected, Scope
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v1 import (
-    PausePointRequested,
     PausePointRequestReply,
     PausePointView,
-    ProposalRequested,
     ProposalRequestReply,
     ProposalView,
 )
+from signoff_contracts.v2 import PausePointRequested, ProposalRequested
+from signoff_runtime.registry import load_operations
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing.processes import free_port
-from signoff_runtime.tokens import issue_token
+from signoff_runtime.tokens import AGENT_AUDIENCE, issue_token, verify_token
 from signoff_runtime.topology import Topology
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 Step = ModelReply | ModelUnavailable | Callable[[list[dict[str, Any]]], ModelReply]
 
@@ -81,21 +85,28 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def view_of(msg: ProposalRequested) -> ProposalView:
-    return ProposalView(
-        id=msg.proposal_id,
-        organization_id=msg.organization_id,
-        requested_by=msg.requested_by,
-        conversation_id=msg.conversation_id,
-        section=msg.section,
-        resource_id=msg.resource_id,
-        operation_kind=msg.operation_kind,
-        contract_version=msg.contract_version,
-        preview=msg.preview,
-        status="pending",  # type: ignore[arg-type]
-        created_at=_now(),
-        expires_at=_now() + timedelta(days=1),
-    )
+@dataclass(frozen=True)
+class Stored:
+    """A proposal the fake stored: what the agent asked, and the view it answered."""
+
+    request: ProposalRequested
+    view: ProposalView
+
+    @property
+    def proposal_id(self) -> str:
+        return self.view.id
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self.view.conversation_id
+
+    @property
+    def preview(self) -> dict[str, Any]:
+        return self.view.preview
+
+
+def view_of(stored: Stored) -> ProposalView:
+    return stored.view
 
 
 def changed(view: ProposalView, **updates: Any) -> ProposalView:
@@ -103,7 +114,7 @@ def changed(view: ProposalView, **updates: Any) -> ProposalView:
     return ProposalView.model_validate({**view.model_dump(), **updates})
 
 
-def pause_view_of(msg: PausePointRequested, **changes: Any) -> PausePointView:
+def pause_view_of(msg: AskedPause, **changes: Any) -> PausePointView:
     fields: dict[str, Any] = {
         "id": msg.pause_point_id,
         "organization_id": msg.organization_id,
@@ -121,32 +132,105 @@ def pause_view_of(msg: PausePointRequested, **changes: Any) -> PausePointView:
     return PausePointView(**{**fields, **changes})
 
 
+@dataclass(frozen=True)
+class AskedPause:
+    """A pause point the fake stored, with the person it took from the request's credential."""
+
+    request: PausePointRequested
+    organization_id: str
+    requested_by: str
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.request, name)
+
+
+class _Refused(Exception):
+    def __init__(self, refusal: str, reason: Reason) -> None:
+        super().__init__(reason.code)
+        self.refusal = refusal
+        self.reason = reason
+
+
 @dataclass
 class FakeProposals:
-    proposals: list[ProposalRequested] = field(default_factory=list)
-    pauses: list[PausePointRequested] = field(default_factory=list)
+    engine: AsyncEngine
+    proposals: list[Stored] = field(default_factory=list)
+    pauses: list[AskedPause] = field(default_factory=list)
     refuse_with: Reason | None = None
+    #: which check ``refuse_with`` stands for (``ProposalRequestReply.refusal``)
+    refusal: str = "not_stored"
     #: runs before the reply (e.g. to deliver the ``created`` event first, as a fast relay can)
-    before_reply: Callable[[ProposalRequested], Awaitable[None]] | None = None
+    before_reply: Callable[[Stored], Awaitable[None]] | None = None
+
+    def _person(self, token: str | None, resumed_from: str | None) -> tuple[str, str]:
+        """(user, organization), as the proposals service establishes them."""
+        if token is not None:
+            claims = verify_token(AuthSettings(), token, audience=AGENT_AUDIENCE)
+            return claims.sub, claims.org
+        asked = next((p for p in self.pauses if p.pause_point_id == resumed_from), None)
+        if asked is None:
+            raise _Refused("unauthenticated", Reason(code="resumed_from_not_usable"))
+        return asked.requested_by, asked.organization_id
+
+    async def _resolve(self, msg: ProposalRequested, user: str, org: str) -> Stored:
+        op = load_operations().get(msg.operation_kind, msg.contract_version)
+        scope = Scope(organization_id=org, section=op.section, resource_id=msg.resource_id)
+        try:
+            async with self.engine.connect() as conn:
+                resolved = await op.resolve(op.parse_request(msg.request), scope, conn)
+        except Rejected as exc:
+            raise _Refused("rejected", exc.reason) from None
+        view = ProposalView(
+            id=msg.proposal_id,
+            organization_id=org,
+            requested_by=user,
+            conversation_id=msg.conversation_id,
+            section=op.section,
+            resource_id=msg.resource_id,
+            operation_kind=op.kind,
+            contract_version=op.version,
+            preview=resolved.preview.model_dump(mode="json"),
+            status="pending",  # type: ignore[arg-type]
+            created_at=_now(),
+            expires_at=_now() + timedelta(days=1),
+            request=msg.request,
+        )
+        return Stored(msg, view)
 
     async def propose(self, body: bytes) -> bytes:
         msg = ProposalRequested.model_validate_json(body)
-        if self.before_reply is not None:
-            await self.before_reply(msg)
-        if self.refuse_with is not None:
-            reply = ProposalRequestReply(accepted=False, reason=self.refuse_with)
-        else:
-            self.proposals.append(msg)
-            reply = ProposalRequestReply(accepted=True, proposal=view_of(msg))
-        return reply.model_dump_json().encode()
+        try:
+            stored = await self._resolve(msg, *self._person(msg.token, msg.resumed_from))
+            if self.before_reply is not None:
+                await self.before_reply(stored)
+            if self.refuse_with is not None:
+                raise _Refused(self.refusal, self.refuse_with)
+        except _Refused as refused:
+            reply = ProposalRequestReply(
+                accepted=False,
+                reason=refused.reason,
+                refusal=refused.refusal,  # type: ignore[arg-type]
+            )
+            return reply.model_dump_json().encode()
+        self.proposals.append(stored)
+        return ProposalRequestReply(accepted=True, proposal=stored.view).model_dump_json().encode()
 
     async def pause(self, body: bytes) -> bytes:
         msg = PausePointRequested.model_validate_json(body)
         if self.refuse_with is not None:
             reply = PausePointRequestReply(accepted=False, reason=self.refuse_with)
-        else:
-            self.pauses.append(msg)
-            reply = PausePointRequestReply(accepted=True, pause_point=pause_view_of(msg))
+            return reply.model_dump_json().encode()
+        try:
+            user, org = self._person(msg.token, msg.resumed_from)
+        except _Refused as refused:
+            return (
+                PausePointRequestReply(accepted=False, reason=refused.reason)
+                .model_dump_json()
+                .encode()
+            )
+        asked = AskedPause(msg, org, user)
+        self.pauses.append(asked)
+        reply = PausePointRequestReply(accepted=True, pause_point=pause_view_of(asked))
         return reply.model_dump_json().encode()
 
     @asynccontextmanager

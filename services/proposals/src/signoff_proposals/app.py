@@ -9,7 +9,6 @@ with ``SKIP LOCKED``.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -21,7 +20,6 @@ from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
-from signoff_runtime.rpc import Requester
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
@@ -53,7 +51,6 @@ def create_app(
         topology=runtime.topology,
         operations=ops,
         directory=people,
-        requester=Requester(settings.amqp.url, app_id="signoff-proposals"),
         direct=unsafe.direct_publisher(runtime),
     )
     handlers.register(ctx, runtime.broker)
@@ -62,8 +59,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        # the requester outlives the consumers, which may be asking through it
-        async with ctx.requester or contextlib.nullcontext(), runtime.running():
+        async with runtime.running():
             yield
 
     app = FastAPI(title="signoff proposals", lifespan=lifespan)

@@ -3,8 +3,8 @@
 The inbox row and the decision commit together, with the reply stored beside the row: a
 replayed command (the same ``message_id``) gets the very reply the first one got and decides
 nothing again — even if the token has expired since, or the proposal has moved on. A revision
-asks the agent between two transactions, so ``revisions`` keeps its inbox row itself, in the
-transaction that decides.
+is decided in one transaction like the others (``resolve`` runs here); one refused for a quota
+is answered without keeping its inbox row (``revisions.Unremembered``).
 
 Each person's commands are rate-limited before anything else, as approval requests are over HTTP
 (``SIGNOFF_LIMITS__APPROVALS_PER_MINUTE``, per process): over the rate a command is answered
@@ -50,19 +50,18 @@ async def answer(ctx: Context, command: ApprovalCommand) -> ApprovalReply:
     refused = over_rate(ctx, command)
     if refused is not None:
         return refused
-    if isinstance(command, ReviseProposal):
-        return await revisions.revise(
-            ctx, command.token, command.proposal_id, command.request, dedup=command.message_id
-        )
-    async with repo.unit_of_work(ctx.engine) as tx:
-        if not await first_delivery(tx.conn, inbox, command.message_id):
-            stored = await stored_result(tx.conn, inbox, command.message_id)
-            if stored is None:  # the first delivery always stores its reply in its transaction
-                raise RuntimeError("inbox row without a stored reply")
-            return ApprovalReply.model_validate(stored)
-        reply = await _dispatch(ctx, tx, command)
-        reply = reply.model_copy(update={"causation_id": command.message_id})
-        await store_result(tx.conn, inbox, command.message_id, reply.model_dump(mode="json"))
+    try:
+        async with repo.unit_of_work(ctx.engine) as tx:
+            if not await first_delivery(tx.conn, inbox, command.message_id):
+                stored = await stored_result(tx.conn, inbox, command.message_id)
+                if stored is None:  # the first delivery always stores its reply in its tx
+                    raise RuntimeError("inbox row without a stored reply")
+                return ApprovalReply.model_validate(stored)
+            reply = await _dispatch(ctx, tx, command)
+            reply = reply.model_copy(update={"causation_id": command.message_id})
+            await store_result(tx.conn, inbox, command.message_id, reply.model_dump(mode="json"))
+    except revisions.Unremembered as unremembered:
+        return unremembered.reply.model_copy(update={"causation_id": command.message_id})
     return reply
 
 
@@ -71,7 +70,9 @@ async def _dispatch(ctx: Context, tx: repo.Tx, command: ApprovalCommand) -> Appr
         return await decide.approve(ctx, tx, command.token, command.proposal_id)
     if isinstance(command, DeclineProposal):
         return await decide.decline(ctx, tx, command.token, command.proposal_id, command.reason)
-    assert isinstance(command, ResolvePausePoint), "revisions are answered before the inbox"
+    if isinstance(command, ReviseProposal):
+        return await revisions.revise(ctx, tx, command.token, command.proposal_id, command.request)
+    assert isinstance(command, ResolvePausePoint)
     resolution = Resolution(command.action, command.option, command.data, command.reply)
     return await pause_points.resolve(ctx, tx, command.token, command.pause_point_id, resolution)
 

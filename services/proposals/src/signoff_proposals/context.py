@@ -14,7 +14,6 @@ from importlib import import_module
 from signoff_contracts.operations import Directory
 from signoff_runtime.limits import TokenBuckets
 from signoff_runtime.registry import Operations, load_directory, load_operations
-from signoff_runtime.rpc import Requester
 from signoff_runtime.topology import Topology
 from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -29,17 +28,18 @@ class Context:
     topology: Topology
     operations: Operations
     directory: Directory
-    #: the requests the service makes itself (a revision asks the agent to resolve)
-    requester: Requester | None = None
     #: ``SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX`` (tests only): messages bypass the outbox
     direct: DirectPublisher | None = None
     #: each person's approval commands over AMQP (``commands``), at the rate HTTP allows them
     #: (``SIGNOFF_LIMITS__APPROVALS_PER_MINUTE``): per process, like the HTTP limit
     command_rate: TokenBuckets = field(init=False)
+    #: each person's proposal requests (``SIGNOFF_LIMITS__PROPOSALS_PER_MINUTE``), per process
+    propose_rate: TokenBuckets = field(init=False)
 
     def __post_init__(self) -> None:
-        rate = TokenBuckets(self.settings.limits.approvals_per_minute)
-        object.__setattr__(self, "command_rate", rate)
+        limits = self.settings.limits
+        object.__setattr__(self, "command_rate", TokenBuckets(limits.approvals_per_minute))
+        object.__setattr__(self, "propose_rate", TokenBuckets(limits.proposals_per_minute))
 
 
 def load_domain(

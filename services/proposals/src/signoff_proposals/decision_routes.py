@@ -6,7 +6,7 @@
 with the reply, or a problem document whose ``code`` is the reply's result, with two readings of
 their own: a pause point that cannot be resolved any more is ``not_resolvable`` (its reason
 ``resolved`` or ``expired``, the stored resolution shown), and a server-side failure (5xx) is
-named by its reason (``agent_unavailable``, ``agent_reply_invalid``).
+named by its reason.
 """
 
 from __future__ import annotations
@@ -41,8 +41,6 @@ _TITLES = {
     "not_resolvable": "This pause point cannot be resolved any more.",
     "invalid": "The command is not valid.",
     "rate_limited": "Too many proposals are waiting for a decision.",
-    "agent_unavailable": "The assistant did not answer in time; nothing was changed.",
-    "agent_reply_invalid": "The assistant's answer could not be used; nothing was changed.",
 }
 
 
@@ -68,7 +66,13 @@ def router(ctx: Context) -> APIRouter:
     async def revise(
         proposal_id: str, body: ReviseBody, authorization: Authorization = None
     ) -> JSONResponse:
-        reply = await revisions.revise(ctx, bearer(authorization), proposal_id, body.request)
+        try:
+            async with repo.unit_of_work(ctx.engine) as tx:
+                reply = await revisions.revise(
+                    ctx, tx, bearer(authorization), proposal_id, body.request
+                )
+        except revisions.Unremembered as unremembered:
+            reply = unremembered.reply
         return _respond("revise", reply)
 
     async def organization(conn: AsyncConnection, authorization: str | None) -> str:

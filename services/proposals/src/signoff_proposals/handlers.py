@@ -8,25 +8,30 @@ is retried sends no empty reply, and a replay is answered from what was stored. 
 does not parse gets a typed ``invalid`` reply if it left a reply address, else the dead-letter
 queue; one whose handling fails for good gets a typed rejection before it is dead-lettered
 (``rejections``). Reconciliation checks are stored for the status page (``reconciliation``).
+
+The agent's two requests are version 2 (``signoff_contracts.v2``): a v1 request carried
+arguments, a preview or a person of the agent's own making and is refused — a typed reply with
+reason ``unsupported_version`` and a dead letter saying so — except under the negative control
+``SIGNOFF_UNSAFE__TRUST_AGENT_CONTRACT`` (``trusted_intake``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 
 from faststream import AckPolicy
 from faststream.rabbit import Channel, RabbitBroker
 from faststream.rabbit.message import RabbitMessage as Message
 from pydantic import ValidationError
+from signoff_contracts import v1, v2
 from signoff_contracts.v1 import (
     Envelope,
     OutcomeReported,
-    PausePointRequested,
-    ProposalRequested,
     ReconciliationChecked,
     approval_command_adapter,
 )
-from signoff_runtime.consumer import Delivery, raw_body, settle
+from signoff_runtime.consumer import Delivery, PermanentError, raw_body, settle
 from signoff_runtime.senders import Senders, broker_user
 
 from signoff_proposals import (
@@ -37,6 +42,7 @@ from signoff_proposals import (
     outcomes,
     pause_points,
     reconciliation,
+    trusted_intake,
 )
 from signoff_proposals.context import Context
 from signoff_proposals.metrics import APPROVAL_COMMANDS
@@ -104,9 +110,31 @@ def _answered(
     return lambda: rejecting(msg, ctx.topology, key, lambda: handle(ctx, broker, msg), reply)
 
 
-async def _intake(ctx: Context, broker: RabbitBroker, msg: Message) -> None:
+def _version(body: bytes) -> object:
+    """The envelope's ``version`` (1 when absent: the v1 default), or ``None`` if unreadable."""
     try:
-        request = ProposalRequested.model_validate_json(msg.body)
+        document = json.loads(body)
+    except ValueError:
+        return None
+    return document.get("version", 1) if isinstance(document, dict) else None
+
+
+def _refuse_v1(body: bytes) -> None:
+    if _version(body) == 1:
+        raise PermanentError(
+            "unsupported_version",
+            "a v1 request carries what the agent made; the proposals service takes v2 only",
+        )
+
+
+async def _intake(ctx: Context, broker: RabbitBroker, msg: Message) -> None:
+    if ctx.settings.unsafe.trust_agent_contract and _version(msg.body) == 1:
+        trusted = v1.ProposalRequested.model_validate_json(msg.body)
+        await _reply(ctx, broker, msg, await trusted_intake.store(ctx, trusted))
+        return
+    _refuse_v1(msg.body)
+    try:
+        request = v2.ProposalRequested.model_validate_json(msg.body)
     except ValidationError:
         if not msg.reply_to:
             raise
@@ -116,8 +144,9 @@ async def _intake(ctx: Context, broker: RabbitBroker, msg: Message) -> None:
 
 
 async def _pause_point(ctx: Context, broker: RabbitBroker, msg: Message) -> None:
+    _refuse_v1(msg.body)
     try:
-        request = PausePointRequested.model_validate_json(msg.body)
+        request = v2.PausePointRequested.model_validate_json(msg.body)
     except ValidationError as exc:
         if not msg.reply_to:
             raise

@@ -1,15 +1,18 @@
 """Pause points: storing what the model asks (``wait_for_approval``) and a person's answer to it.
 
-Storing (``PausePointRequested``, request-reply) checks the rules (``pause_rules``), takes the
-organization's quota lock, inserts the row (its own dedup record) and counts. Resolving is the
-one code path behind ``POST /v1/pause-points/{id}/resolve`` and the AMQP ``ResolvePausePoint``
-command: token → current membership → the organization's own pause point (else "not found",
-like an unknown id) → a role that may do more than look → its status → an answer that fits its
-kind → ONE conditional UPDATE, with ``PausePointResolved`` written to the outbox in the same
-transaction. The agent turns that event into the next turn of the conversation. A pause point
-that expires unanswered (the sweep, or a late answer noticing it) is announced with the same
-message under ``pause_point.expired``, its status ``expired``, so the conversation hears of it
-instead of waiting forever.
+Storing (``PausePointRequested``, request-reply) checks the rules (``pause_rules``), identifies
+the person from their token or a resolved pause point of the conversation (``identity``: never
+from the agent's fields), takes the organization's quota lock, inserts the row (its own dedup
+record) and counts. A v1 request, which named its own organization and person, is refused.
+
+Resolving is the one code path behind ``POST /v1/pause-points/{id}/resolve`` and the AMQP
+``ResolvePausePoint`` command: token → current membership → the organization's own pause point
+(else "not found", like an unknown id) → a role that may do more than look → its status → an
+answer that fits its kind → ONE conditional UPDATE, with ``PausePointResolved`` written to the
+outbox in the same transaction. The agent turns that event into the next turn of the
+conversation. A pause point that expires unanswered (the sweep, or a late answer noticing it) is
+announced with the same message under ``pause_point.expired``, its status ``expired``, so the
+conversation hears of it instead of waiting forever.
 
 Resolving a pause point executes nothing: no contract, no proposal changes. Anything that
 changes state still goes through an operation's contract and its own approval.
@@ -29,17 +32,17 @@ from signoff_contracts.status import PausePointStatus
 from signoff_contracts.v1 import (
     ApprovalReply,
     ApprovalResult,
-    PausePointRequested,
     PausePointRequestReply,
     PausePointResolved,
 )
+from signoff_contracts.v2 import PausePointRequested
 from signoff_runtime import outbox as runtime_outbox
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token_async
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from signoff_proposals import identity, pause_rules, quotas
 from signoff_proposals import pause_repository as pause_repo
-from signoff_proposals import pause_rules, quotas
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.domain import HTTP_STATUS
@@ -68,6 +71,9 @@ async def store(ctx: Context, msg: PausePointRequested) -> PausePointRequestRepl
             raise _Refused(reason)
         async with ctx.engine.begin() as conn:
             row, created = await _store(ctx, conn, msg)
+    except identity.NotIdentified as exc:
+        log.info("pause_point.refused", pause_point_id=msg.pause_point_id, reason=exc.reason.code)
+        return _request_reply(msg.pause_point_id, msg.message_id, reason=exc.reason)
     except _Refused as refused:
         log.info(
             "pause_point.refused", pause_point_id=msg.pause_point_id, reason=refused.reason.code
@@ -84,18 +90,32 @@ async def _store(
 ) -> tuple[Row[Any], bool]:
     """The stored row, and whether this request created it (``False``: a replay)."""
     group = ctx.settings.proposals
-    await quotas.lock_organization(conn, quotas.PAUSE_POINTS_LOCK, msg.organization_id)
-    row = await pause_repo.insert(conn, msg, timedelta(seconds=group.pause_point_ttl_s))
+    person = await identity.identify(
+        ctx,
+        conn,
+        token=msg.token,
+        resumed_from=msg.resumed_from,
+        conversation_id=msg.conversation_id,
+    )
+    org = person.organization_id
+    await quotas.lock_organization(conn, quotas.PAUSE_POINTS_LOCK, org)
+    row = await pause_repo.insert(
+        conn,
+        msg,
+        timedelta(seconds=group.pause_point_ttl_s),
+        organization_id=org,
+        requested_by=person.user_id,
+    )
     if row is None:
         stored = await pause_repo.get(conn, msg.pause_point_id)
-        if stored is None or stored.organization_id != msg.organization_id:
+        if stored is None or stored.organization_id != org or stored.requested_by != person.user_id:
             raise _Refused(Reason(code="pause_point_id_conflict"))
         log.info("pause_point.duplicate_request", pause_point_id=msg.pause_point_id)
         return stored, False
     excess = await quotas.excess(
         conn,
         "pause_points",
-        msg.organization_id,
+        org,
         msg.conversation_id,
         per_conversation=group.max_pending_pause_points_per_conversation,
         per_organization=group.max_pending_per_organization,

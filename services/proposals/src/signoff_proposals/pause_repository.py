@@ -13,7 +13,8 @@ from datetime import timedelta
 from typing import Any, cast
 
 from signoff_contracts.status import PausePointStatus
-from signoff_contracts.v1 import PausePointRequested, PausePointView
+from signoff_contracts.v1 import PausePointView
+from signoff_contracts.v2 import PausePointRequested
 from sqlalchemy import Row, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -25,15 +26,21 @@ PENDING = PausePointStatus.PENDING.value
 
 
 async def insert(
-    conn: AsyncConnection, msg: PausePointRequested, ttl: timedelta
+    conn: AsyncConnection,
+    msg: PausePointRequested,
+    ttl: timedelta,
+    *,
+    organization_id: str,
+    requested_by: str,
 ) -> Row[Any] | None:
-    """Store ``msg`` as pending; ``None`` if a pause point with its id exists (a duplicate)."""
+    """Store ``msg`` as pending for the person the service identified; ``None`` if a pause
+    point with its id exists (a duplicate)."""
     stmt = (
         pg_insert(pause_points)
         .values(
             id=msg.pause_point_id,
-            organization_id=msg.organization_id,
-            requested_by=msg.requested_by,
+            organization_id=organization_id,
+            requested_by=requested_by,
             conversation_id=msg.conversation_id,
             title=msg.title,
             description=msg.description,
@@ -51,10 +58,13 @@ async def insert(
 
 
 async def get(conn: AsyncConnection, pause_point_id: str) -> Row[Any] | None:
-    """The pause point, with ``lapsed``: is it past ``expires_at`` by the database clock now?"""
-    stmt = select(*pause_points.c, (pause_points.c.expires_at <= DB_CLOCK).label("lapsed")).where(
-        pause_points.c.id == pause_point_id
-    )
+    """The pause point, with ``lapsed`` (is it past ``expires_at`` by the database clock now?)
+    and ``now`` (that clock)."""
+    stmt = select(
+        *pause_points.c,
+        (pause_points.c.expires_at <= DB_CLOCK).label("lapsed"),
+        DB_CLOCK.label("now"),
+    ).where(pause_points.c.id == pause_point_id)
     return cast("Row[Any] | None", (await conn.execute(stmt)).first())
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from signoff_contracts.reasons import Reason
-from signoff_contracts.v1 import PausePointRequested
+from signoff_contracts.v2 import PausePointRequested
 
 from signoff_proposals import forms
 

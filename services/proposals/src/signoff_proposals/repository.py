@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from signoff_contracts.outcomes import outcome_adapter
 from signoff_contracts.status import ProposalStatus
-from signoff_contracts.v1 import AuditEntry, ProposalRequested, ProposalView
+from signoff_contracts.v1 import AuditEntry, ProposalView
 from sqlalchemy import DateTime, Row, Table, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -66,7 +66,24 @@ async def unit_of_work(engine: AsyncEngine) -> AsyncIterator[Tx]:
         await publish()
 
 
-async def insert_proposal(tx: Tx, msg: ProposalRequested, ttl: timedelta) -> Row[Any] | None:
+@dataclass(frozen=True, slots=True)
+class NewProposal:
+    """A proposal to store: the contract this service resolved, and whom it is for."""
+
+    proposal_id: str
+    organization_id: str
+    requested_by: str
+    conversation_id: str | None
+    section: str
+    resource_id: str
+    operation_kind: str
+    contract_version: int
+    request: dict[str, Any]
+    arguments: dict[str, Any]
+    preview: dict[str, Any]
+
+
+async def insert_proposal(tx: Tx, msg: NewProposal, ttl: timedelta) -> Row[Any] | None:
     """Store ``msg`` as pending; ``None`` if a proposal with its id exists (a duplicate)."""
     stmt = (
         pg_insert(proposals)

@@ -28,16 +28,15 @@ class ProposalsGroup(BaseModel):
     pause_point_ttl_s: float = Field(default=86_400.0, gt=0)
     #: roles that may see pause points but not resolve them
     look_only_roles: list[str] = Field(default_factory=lambda: ["viewer"])
-    #: how long a revision waits for the agent to resolve the edited request — below the
-    #: callers' own request timeout (``SIGNOFF_AMQP__REQUEST_TIMEOUT_S``), so that a caller over
-    #: AMQP hears ``agent_unavailable`` instead of timing out itself
-    resolve_timeout_s: float = Field(default=5.0, gt=0)
     #: the event stream (``GET /v1/events``): a comment line this often keeps proxies from
     #: closing an idle stream; the person's membership is checked again this often
     stream_keepalive_s: float = Field(default=15.0, gt=0)
     stream_recheck_s: float = Field(default=30.0, gt=0)
     #: open streams per person and process (each open page of a frontend holds one)
     stream_max_per_person: int = Field(default=64, ge=1)
+    #: a turn the agent starts on a pause point's resolution has no token: its requests may
+    #: speak for that pause point's person this long after the resolution (``identity``)
+    resume_window_s: float = Field(default=900.0, gt=0)
     #: ``module:callable`` returning ``(operations, directory)`` instead of the entry points.
     #: Tests only: refused unless ``SIGNOFF_ENV=test``.
     test_plugin: str | None = None

@@ -153,7 +153,12 @@ async def test_a_decided_or_replaced_proposal_cannot_be_approved(service, how):
         )
         assert resp.status_code == 200 and resp.json()["result"] == "declined"
     else:
-        assert (await service.propose(org, supersedes=pid)).accepted
+        resp = await service.http.post(
+            f"/v1/proposals/{pid}/revise",
+            headers={"Authorization": f"Bearer {token}"},
+            json={"request": {"points": 2}},
+        )
+        assert resp.status_code == 200 and resp.json()["result"] == "revised"
 
     body = problem(await service.approve_http(pid, token), 409, "not_approvable")
 

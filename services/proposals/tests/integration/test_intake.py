@@ -1,4 +1,8 @@
-"""Intake: ``ProposalRequested`` over request-reply, idempotent by proposal id."""
+"""Intake: the agent asks (v2 ``ProposalRequested``), this service makes and stores the contract.
+
+Request-reply, idempotent by proposal id per person. The person is the token's (or a resolved
+pause point's), never a field; the arguments and preview are this service's own ``resolve``.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +10,43 @@ import json
 from datetime import timedelta
 
 import pytest
-from proposals_testkit import drain_queue, proposal_request
+from proposals_testdomain import MISSING_MEMBER
+from proposals_testkit import KIND, drain_queue, pause_request, proposal_request
 from signoff_contracts.ids import new_id
-from signoff_contracts.v1 import ProposalEvent, ProposalRequestReply
+from signoff_contracts.v1 import PausePointRequestReply, ProposalEvent, ProposalRequestReply
+from signoff_proposals.settings import ProposalsSettings
+from signoff_runtime.settings import LimitsSettings
 from signoff_runtime.topology import ROUTING_KEYS
 
 pytestmark = pytest.mark.integration
+RATE = 3
 
 
-async def test_a_request_is_stored_pending_with_audit_and_event(service, amqp_url):
+@pytest.fixture
+def settings(settings: ProposalsSettings) -> ProposalsSettings:
+    """A low proposal rate, so one test can reach it (each other test uses fresh people)."""
+    return settings.model_copy(update={"limits": LimitsSettings(proposals_per_minute=RATE)})
+
+
+async def test_a_request_is_resolved_here_and_stored_pending_with_audit_and_event(
+    service, amqp_url
+):
     org = new_id("org")
-    reply = await service.propose(org)
+    user = await service.member(org, "manager")
+    member_id = new_id("usr")
+    msg = proposal_request(service.token(user, org), resource_id=member_id, request={"points": 7})
+    reply = await service.send(msg)
 
     assert reply.accepted and reply.proposal is not None
     row = await service.row(reply.proposal.id)
-    assert row.status == "pending"
+    assert (row.status, row.organization_id, row.requested_by) == ("pending", org, user)
+    # the contract is the test operation's resolve of this request and this resource
+    assert row.arguments == {"member_id": member_id, "points": 7}
+    assert row.preview == {"member_id": member_id, "points": 7} == reply.proposal.preview
+    assert (row.section, row.operation_kind, row.request) == ("members", KIND, {"points": 7})
     assert row.expires_at - row.created_at == timedelta(hours=1)
-    assert [a.action for a in await service.audit(row.id)] == ["created"]
+    [audit] = await service.audit(row.id)
+    assert (audit.action, audit.actor, audit.detail["via"]) == ("created", user, "token")
     [event] = await service.outbox(row.id)
     assert (event.exchange, event.routing_key) == (
         service.topology.name("events"),
@@ -33,28 +57,104 @@ async def test_a_request_is_stored_pending_with_audit_and_event(service, amqp_ur
     assert (announced.event, announced.proposal.id) == ("created", row.id)
 
 
-async def test_a_duplicate_request_returns_the_stored_proposal_and_changes_nothing(service):
+async def test_the_preview_shown_and_the_arguments_stored_come_from_one_resolve_call(service):
+    """Each ``resolve`` of ``points.stamp`` stamps a fresh id into arguments and preview."""
     org = new_id("org")
-    msg = proposal_request(org)
-    first = ProposalRequestReply.model_validate_json(
-        await service.request("commands", ROUTING_KEYS["proposals.requests"], msg)
+    reply = await service.propose(org, operation_kind="points.stamp", request={"points": 3})
+    assert reply.accepted, reply
+    row = await service.row(reply.proposal.id)
+    assert row.arguments["resolution"] == row.preview["resolution"]
+    assert reply.proposal.preview == row.preview
+
+    token = await _token(service, org)
+    revised = await service.http.post(
+        f"/v1/proposals/{row.id}/revise",
+        json={"request": {"points": 4}},
+        headers={"Authorization": f"Bearer {token}"},
     )
+    assert revised.status_code == 200, revised.text
+    new = await service.row(revised.json()["proposal"]["id"])
+    assert new.arguments["resolution"] == new.preview["resolution"] != row.preview["resolution"]
+    assert new.arguments["points"] == new.preview["points"] == 4
+
+
+async def test_fields_of_the_agents_making_are_ignored_what_runs_is_what_was_resolved(service):
+    """A tampered agent adds a harmless preview, harmful arguments and another organization and
+    person to a v2 request: none of it is read (readers ignore unknown fields)."""
+    org, elsewhere = new_id("org"), new_id("org")
+    user = await service.member(org, "manager")
+    msg = proposal_request(service.token(user, org), request={"points": 2})
+    tampered = json.loads(msg.model_dump_json())
+    tampered.update(
+        arguments={"member_id": "usr_mallory", "points": 9999},
+        preview={"member_id": tampered["resource_id"], "points": 2},
+        organization_id=elsewhere,
+        requested_by="usr_mallory",
+        section="elsewhere",
+    )
+    reply = await service.send(json.dumps(tampered).encode())
+
+    assert reply.accepted, reply
+    row = await service.row(msg.proposal_id)
+    assert row.arguments == {"member_id": msg.resource_id, "points": 2} == row.preview
+    assert (row.organization_id, row.requested_by, row.section) == (org, user, "members")
+
+
+async def test_a_v1_request_carrying_the_agents_contract_is_refused_and_dead_lettered(
+    service, amqp, amqp_url
+):
+    """The old shape (arguments, preview, organization and person of the agent's making)."""
+    org = new_id("org")
+    v1 = {
+        "type": "proposal.requested",
+        "version": 1,
+        "proposal_id": new_id("prp"),
+        "organization_id": org,
+        "requested_by": "usr_agent",
+        "section": "members",
+        "resource_id": "usr_1",
+        "operation_kind": KIND,
+        "contract_version": 1,
+        "request": {"points": 1},
+        "arguments": {"member_id": "usr_mallory", "points": 9999},
+        "preview": {"member_id": "usr_1", "points": 1},
+    }
+    reply = await service.send(json.dumps(v1).encode())
+    assert not reply.accepted and reply.reason.code == "unsupported_version"
+    assert await service.row(v1["proposal_id"]) is None
+    [dead] = await drain_queue(amqp_url, service.topology.dlq("proposals.requests"))
+    assert dead.headers["x-signoff-reason"] == "unsupported_version"
+
+    pause = {
+        "type": "pause_point.requested",
+        "version": 1,
+        "pause_point_id": new_id("pp"),
+        "organization_id": org,
+        "requested_by": "usr_agent",
+        "title": "Go ahead?",
+        "description": "Nothing happens until you say so.",
+    }
+    raw = await service.request(
+        "commands", ROUTING_KEYS["proposals.pause-points"], json.dumps(pause).encode()
+    )
+    refused = PausePointRequestReply.model_validate_json(raw)
+    assert not refused.accepted and refused.reason.code == "unsupported_version"
+
+
+async def test_a_duplicate_request_returns_the_stored_proposal_and_resolves_nothing(service):
+    org = new_id("org")
+    msg = await service.proposal_request(org)
+    first = await service.send(msg)
     before = (
         await service.row(msg.proposal_id),
         len(await service.audit(msg.proposal_id)),
         len(await service.outbox(msg.proposal_id)),
     )
 
-    # the same message redelivered, and the same proposal sent again under a new message id
-    again = ProposalRequestReply.model_validate_json(
-        await service.request("commands", ROUTING_KEYS["proposals.requests"], msg)
-    )
-    resent = msg.model_copy(
-        update={"message_id": new_id("msg"), "preview": {"member_id": "someone", "points": 9}}
-    )
-    third = ProposalRequestReply.model_validate_json(
-        await service.request("commands", ROUTING_KEYS["proposals.requests"], resent)
-    )
+    # the same message redelivered, and the same proposal id asked again with another request
+    again = await service.send(msg)
+    resent = msg.model_copy(update={"message_id": new_id("msg"), "request": {"points": 9}})
+    third = await service.send(resent)
 
     after = (
         await service.row(msg.proposal_id),
@@ -66,74 +166,113 @@ async def test_a_duplicate_request_returns_the_stored_proposal_and_changes_nothi
     assert before == after
     assert after[1:] == (1, 1)
 
+    # another person (even of the same organization) asking for that id gets nothing of it
+    other = msg.model_copy(
+        update={"message_id": new_id("msg"), "token": await _token(service, org)}
+    )
+    stolen = await service.send(other)
+    assert not stolen.accepted and stolen.proposal is None
+    assert (stolen.refusal, stolen.reason.code) == ("not_stored", "proposal_id_conflict")
+
+
+async def _token(service, org: str, role: str = "admin") -> str:
+    return service.token(await service.member(org, role), org)
+
 
 @pytest.mark.parametrize(
-    ("overrides", "code"),
+    ("overrides", "refusal", "code"),
     [
-        ({"operation_kind": "points.unknown"}, "unknown_operation"),
-        ({"contract_version": 7}, "unknown_operation"),
-        ({"arguments": {"member_id": "m", "points": 5, "extra": 1}}, "invalid_arguments"),
-        ({"preview": {"points": "many"}}, "invalid_preview"),
+        ({"operation_kind": "points.unknown"}, "invalid", "unknown_operation"),
+        ({"contract_version": 7}, "invalid", "unknown_operation"),
+        ({"request": {"points": 5, "member_id": "m"}}, "invalid", "invalid_request"),
+        ({"request": {"points": 0}}, "invalid", "invalid_request"),
+        ({"resource_id": MISSING_MEMBER}, "rejected", "member_not_found"),
     ],
 )
-async def test_a_request_the_deployment_cannot_run_is_refused_and_not_stored(
-    service, overrides, code
+async def test_a_request_that_cannot_be_resolved_is_refused_and_not_stored(
+    service, overrides, refusal, code
 ):
-    msg = proposal_request(new_id("org"), **overrides)
-    reply = ProposalRequestReply.model_validate_json(
-        await service.request("commands", ROUTING_KEYS["proposals.requests"], msg)
-    )
+    msg = await service.proposal_request(new_id("org"), **overrides)
+    reply = await service.send(msg)
     assert not reply.accepted and reply.proposal is None
-    assert reply.reason is not None and reply.reason.code == code
+    assert (reply.refusal, reply.reason.code) == (refusal, code)
     assert await service.row(msg.proposal_id) is None
 
 
-async def test_a_revision_supersedes_a_pending_proposal_in_the_same_transaction(service):
+@pytest.mark.parametrize(
+    ("who", "refusal", "code"),
+    [
+        ("viewer", "forbidden", "forbidden"),
+        ("former member", "forbidden", "not_a_member"),
+        ("bad token", "unauthenticated", "unauthenticated"),
+        ("expired token", "unauthenticated", "unauthenticated"),
+    ],
+)
+async def test_only_a_current_member_with_a_proposing_role_may_propose(service, who, refusal, code):
     org = new_id("org")
-    old = await service.pending(org)
-    reply = await service.propose(
-        org,
-        supersedes=old,
-        request={"points": 7},
-        arguments={"member_id": "m", "points": 7},
-        preview={"member_id": "m", "points": 7},
-    )
-    assert reply.accepted and reply.proposal is not None
-    new = reply.proposal.id
-    old_row = await service.row(old)
-    assert (old_row.status, old_row.superseded_by) == ("superseded", new)
-    assert [a.action for a in await service.audit(old)] == ["created", "superseded"]
-    assert [r.routing_key for r in await service.outbox(old)] == [
-        "proposal.created",
-        "proposal.superseded",
-    ]
-    assert (await service.row(new)).status == "pending"
-
-
-async def test_a_revision_of_a_proposal_no_longer_pending_is_refused_and_stores_nothing(service):
-    org = new_id("org")
-    old = await service.pending(org)
-    token = await service.approver(org)
-    assert (await service.approve_http(old, token)).status_code == 200
-
-    msg = proposal_request(org, supersedes=old)
-    reply = ProposalRequestReply.model_validate_json(
-        await service.request("commands", ROUTING_KEYS["proposals.requests"], msg)
-    )
-    assert not reply.accepted and reply.reason is not None
-    assert reply.reason.code == "not_pending"
+    user = await service.member(org, "viewer" if who == "viewer" else "admin")
+    token = service.token(user, org, ttl_s=-60 if who == "expired token" else None)
+    if who == "former member":
+        await service.remove_member(org, user)
+    if who == "bad token":
+        token = token[:-4] + "AAAA"
+    msg = proposal_request(token)
+    reply = await service.send(msg)
+    assert not reply.accepted and (reply.refusal, reply.reason.code) == (refusal, code)
     assert await service.row(msg.proposal_id) is None
-    assert (await service.row(old)).status == "executing"
 
 
-async def test_a_revision_cannot_supersede_another_organizations_proposal(service):
-    theirs = await service.pending(new_id("org"))
-    msg = proposal_request(new_id("org"), supersedes=theirs)
-    reply = ProposalRequestReply.model_validate_json(
-        await service.request("commands", ROUTING_KEYS["proposals.requests"], msg)
+async def test_each_persons_proposals_are_rate_limited(service):
+    org = new_id("org")
+    token = await _token(service, org)
+    for _ in range(RATE):
+        assert (await service.send(proposal_request(token))).accepted
+    over = await service.send(proposal_request(token))
+    assert not over.accepted and over.refusal == "rate_limited"
+    assert over.reason.code == "rate_limited" and over.reason.params["retry_after_s"] >= 1
+    # someone else of the organization is not slowed down by it
+    assert (await service.send(proposal_request(await _token(service, org)))).accepted
+
+
+async def test_an_event_started_turn_speaks_through_a_recently_resolved_pause_point(service):
+    """No token: the person and organization are those of the conversation's pause point that
+    a person resolved, and only while it is recent."""
+    org, chat = new_id("org"), new_id("cnv")
+    owner = await service.member(org, "manager")
+    stored = await _pause(service, service.token(owner, org), conversation_id=chat)
+    resolver = await _token(service, org)
+    answered = await service.http.post(
+        f"/v1/pause-points/{stored}/resolve",
+        json={"action": "approve"},
+        headers={"Authorization": f"Bearer {resolver}"},
     )
-    assert not reply.accepted and reply.reason.code == "not_pending"
-    assert (await service.row(theirs)).status == "pending"
+    assert answered.status_code == 200, answered.text
+
+    ok = proposal_request(None, resumed_from=stored, conversation_id=chat)
+    reply = await service.send(ok)
+    assert reply.accepted, reply
+    row = await service.row(ok.proposal_id)
+    assert (row.organization_id, row.requested_by) == (org, owner)
+    assert (await service.audit(row.id))[0].detail["resumed_from"] == stored
+
+    elsewhere = ok.model_copy(update={"proposal_id": new_id("prp"), "conversation_id": "cnv_x"})
+    assert (await service.send(elsewhere)).reason.code == "resumed_from_not_usable"
+    pending = await _pause(service, service.token(owner, org), conversation_id=chat)
+    unresolved = ok.model_copy(update={"proposal_id": new_id("prp"), "resumed_from": pending})
+    assert (await service.send(unresolved)).reason.code == "resumed_from_not_usable"
+    await service.set_pause(stored, "resolved_at = now() - interval '1 hour'")
+    late = ok.model_copy(update={"proposal_id": new_id("prp")})
+    refused = await service.send(late)
+    assert (refused.refusal, refused.reason.code) == ("unauthenticated", "resumed_from_not_usable")
+
+
+async def _pause(service, token: str | None, **overrides: object) -> str:
+    raw = await service.request(
+        "commands", ROUTING_KEYS["proposals.pause-points"], pause_request(token, **overrides)
+    )
+    reply = PausePointRequestReply.model_validate_json(raw)
+    assert reply.accepted and reply.pause_point is not None, reply
+    return reply.pause_point.id
 
 
 async def test_a_malformed_request_gets_a_typed_reply_or_goes_to_the_dead_letter_queue(
@@ -144,7 +283,7 @@ async def test_a_malformed_request_gets_a_typed_reply_or_goes_to_the_dead_letter
     assert not reply.accepted and reply.reason.code == "invalid_message"
 
     await amqp.publish(
-        json.dumps({"type": "proposal.requested"}).encode(),
+        json.dumps({"type": "proposal.requested", "version": 2}).encode(),
         exchange=service.topology.name("commands"),
         routing_key=ROUTING_KEYS["proposals.requests"],
         persist=True,

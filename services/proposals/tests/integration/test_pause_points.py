@@ -9,7 +9,9 @@ import pytest
 from proposals_testkit import drain_queue
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import PausePointRequestReply, PausePointResolved, ResolvePausePoint
+from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing import wait_until
+from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import ROUTING_KEYS
 from sqlalchemy import text
 
@@ -33,9 +35,13 @@ KINDS: dict[str, dict[str, Any]] = {
 
 
 def pause_request(org: str, kind: str = "approval", **overrides: Any) -> dict[str, Any]:
+    """A v2 request by ``usr_agent`` of ``org`` (``ask`` makes them a member). The organization
+    and person fields are the v1 shape's: a v2 reader ignores them, the token decides."""
     pause_point_id = new_id("pp")
     body: dict[str, Any] = {
         "type": "pause_point.requested",
+        "version": 2,
+        "token": issue_token(AuthSettings(), "usr_agent", org),
         "pause_point_id": pause_point_id,
         "correlation_id": pause_point_id,
         "organization_id": org,
@@ -52,6 +58,7 @@ def pause_request(org: str, kind: str = "approval", **overrides: Any) -> dict[st
 
 
 async def ask(service, body: dict[str, Any]) -> PausePointRequestReply:
+    await service.member(body["organization_id"], "manager", body["requested_by"])
     raw = await service.request(
         "commands", ROUTING_KEYS["proposals.pause-points"], json.dumps(body).encode()
     )

@@ -8,17 +8,14 @@ import json
 import pytest
 import pytest_asyncio
 from proposals_testdomain import build
-from proposals_testkit import proposal_request
+from proposals_testkit import pause_request, proposal_request, proposer_token
 from signoff_contracts.ids import new_id
-from signoff_contracts.v1 import (
-    PausePointRequested,
-    PausePointRequestReply,
-    ProposalRequested,
-    ProposalRequestReply,
-)
+from signoff_contracts.v1 import PausePointRequestReply, ProposalRequestReply
+from signoff_contracts.v2 import PausePointRequested, ProposalRequested
 from signoff_proposals import intake, pause_points
 from signoff_proposals.context import Context
 from signoff_proposals.settings import ProposalsSettings
+from signoff_runtime.settings import AuthSettings
 from signoff_runtime.topology import ROUTING_KEYS
 from sqlalchemy import text
 
@@ -66,15 +63,13 @@ async def pending_count(engine, table: str, org: str) -> int:
         ).scalar_one()
 
 
-def pause_point(org: str, conversation: str | None) -> PausePointRequested:
-    return PausePointRequested(
-        pause_point_id=new_id("pp"),
-        organization_id=org,
-        requested_by="usr_agent",
-        conversation_id=conversation,
-        title="Go ahead?",
-        description="Nothing happens until you say so.",
-    )
+def pause_point(token: str, conversation: str | None) -> PausePointRequested:
+    return pause_request(token, conversation_id=conversation)
+
+
+async def token_of(engine, org: str) -> str:
+    """A token of a new member of ``org`` who may propose (the tests' default auth settings)."""
+    return await proposer_token(engine, AuthSettings(), org)
 
 
 async def test_the_next_proposal_over_a_limit_is_refused_with_the_reason(service):
@@ -100,7 +95,8 @@ async def test_the_next_proposal_over_a_limit_is_refused_with_the_reason(service
 async def test_a_decided_or_lapsed_proposal_frees_its_place_and_a_replay_still_answers(service):
     org = new_id("org")
     chat = new_id("cnv")
-    requests = [proposal_request(org, conversation_id=chat) for _ in range(PER_CONVERSATION)]
+    token = await token_of(service.engine, org)
+    requests = [proposal_request(token, conversation_id=chat) for _ in range(PER_CONVERSATION)]
     for msg in requests:
         assert (await send(service, msg)).accepted
 
@@ -123,9 +119,10 @@ async def send(service, msg: ProposalRequested) -> ProposalRequestReply:
 
 async def test_twenty_concurrent_requests_in_one_conversation_store_exactly_the_limit(ctx):
     org, chat = new_id("org"), new_id("cnv")
+    token = await token_of(ctx.engine, org)
 
     replies = await asyncio.gather(
-        *(intake.store(ctx, proposal_request(org, conversation_id=chat)) for _ in range(20))
+        *(intake.store(ctx, proposal_request(token, conversation_id=chat)) for _ in range(20))
     )
 
     accepted = [r for r in replies if r.accepted]
@@ -136,10 +133,11 @@ async def test_twenty_concurrent_requests_in_one_conversation_store_exactly_the_
 
 async def test_twenty_concurrent_requests_across_conversations_store_exactly_the_org_limit(ctx):
     org = new_id("org")
+    token = await token_of(ctx.engine, org)
 
     replies = await asyncio.gather(
         *(
-            intake.store(ctx, proposal_request(org, conversation_id=new_id("cnv")))
+            intake.store(ctx, proposal_request(token, conversation_id=new_id("cnv")))
             for _ in range(20)
         )
     )
@@ -151,26 +149,28 @@ async def test_twenty_concurrent_requests_across_conversations_store_exactly_the
 
 async def test_pause_points_have_their_own_per_conversation_limit(ctx):
     org, chat = new_id("org"), new_id("cnv")
+    token = await token_of(ctx.engine, org)
 
     replies = await asyncio.gather(
-        *(pause_points.store(ctx, pause_point(org, chat)) for _ in range(12))
+        *(pause_points.store(ctx, pause_point(token, chat)) for _ in range(12))
     )
 
     assert sum(r.accepted for r in replies) == 3
     assert {r.reason.code for r in replies if not r.accepted} == {"conversation_quota_exceeded"}
     assert await pending_count(ctx.engine, "pause_points", org) == 3
     # proposals in the same conversation are counted apart
-    assert (await intake.store(ctx, proposal_request(org, conversation_id=chat))).accepted
+    assert (await intake.store(ctx, proposal_request(token, conversation_id=chat))).accepted
 
 
 async def test_the_pause_point_limit_holds_over_amqp(service):
     org, chat = new_id("org"), new_id("cnv")
+    token = await token_of(service.engine, org)
     replies = []
     for _ in range(4):
         raw = await service.request(
             "commands",
             ROUTING_KEYS["proposals.pause-points"],
-            json.dumps(pause_point(org, chat).model_dump(mode="json")).encode(),
+            json.dumps(pause_point(token, chat).model_dump(mode="json")).encode(),
         )
         replies.append(PausePointRequestReply.model_validate_json(raw))
 

@@ -211,6 +211,9 @@ class _Broken(GrantPoints):
     def authorize(self, actor: Any, scope: Any) -> bool:
         raise RuntimeError("the directory is broken")
 
+    def may_propose(self, actor: Any, scope: Any) -> bool:
+        return True  # proposing works: only the approval breaks
+
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def broken_service(

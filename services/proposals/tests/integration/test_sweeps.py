@@ -9,7 +9,7 @@ import time
 import pytest
 import pytest_asyncio
 from proposals_testdomain import build
-from proposals_testkit import proposal_request
+from proposals_testkit import proposal_request, proposer_token
 from signoff_contracts.ids import new_id
 from signoff_proposals import decide, intake, sweeps
 from signoff_proposals import repository as repo
@@ -37,7 +37,8 @@ async def ctx(settings, engine, topology, members_table):
 
 
 async def _pending(ctx: Context, org: str) -> str:
-    reply = await intake.store(ctx, proposal_request(org))
+    token = await proposer_token(ctx.engine, ctx.settings.auth, org)
+    reply = await intake.store(ctx, proposal_request(token))
     assert reply.accepted and reply.proposal is not None
     return reply.proposal.id
 

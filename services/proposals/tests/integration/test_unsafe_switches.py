@@ -8,12 +8,17 @@ already read the proposal as pending. The safe claim lets exactly one through.
 ``SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX``: the contract of an approval is published directly
 after the commit and never written to the outbox, so a process that dies in between leaves
 nothing behind to send it.
+
+``SIGNOFF_UNSAFE__TRUST_AGENT_CONTRACT``: a v1 request — a harmless preview over harmful
+arguments, an organization and a person of the agent's making — is stored as sent, and the
+approved contract runs the arguments nobody was shown. Safe: refused, nothing stored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
@@ -180,3 +185,42 @@ async def test_an_approvals_contract_and_the_outbox(running: Running, amqp_url: 
         assert "execution.contract" in [m.type for m in crash.lost]
     else:
         assert len(await service.contracts(other)) == 1  # the relay will send it
+
+
+def _agent_made(org: str, requested_by: str) -> dict[str, Any]:
+    """What a taken-over agent sends in the v1 shape: shows 1 point, runs 9,999 for Mallory."""
+    return {
+        "type": "proposal.requested",
+        "version": 1,
+        "proposal_id": new_id("prp"),
+        "organization_id": org,
+        "requested_by": requested_by,
+        "section": "members",
+        "resource_id": "usr_alice",
+        "operation_kind": "points.grant",
+        "contract_version": 1,
+        "request": {"points": 1},
+        "arguments": {"member_id": "usr_mallory", "points": 9999},
+        "preview": {"member_id": "usr_alice", "points": 1},
+    }
+
+
+@_switches(trust_agent_contract=True)
+async def test_a_contract_the_agent_made(running: Running) -> None:
+    service, unsafe = running.harness, running.context.settings.unsafe.trust_agent_contract
+    org = new_id("org")
+    forged = _agent_made(org, "usr_nobody")  # not even a member
+
+    reply = await service.send(json.dumps(forged).encode())
+
+    if not unsafe:
+        assert not reply.accepted and reply.reason.code == "unsupported_version"
+        assert await service.row(forged["proposal_id"]) is None
+        return
+    assert reply.accepted and reply.proposal.preview == forged["preview"]
+    pid = forged["proposal_id"]
+    approved = await service.approve_http(pid, await service.approver(org))
+    assert approved.status_code == 200
+    [contract] = await service.contracts(pid)
+    # the person approved "1 point for Alice"; the contract runs 9,999 for Mallory
+    assert contract["arguments"] == {"member_id": "usr_mallory", "points": 9999}

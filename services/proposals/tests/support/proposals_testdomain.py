@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
+from signoff_contracts.ids import new_id
 from signoff_contracts.operations import (
     Actor,
     ExecutionContext,
@@ -20,6 +21,7 @@ from signoff_contracts.operations import (
     LocalOperation,
     Membership,
     PreviewLine,
+    Rejected,
     RenderedPreview,
     Resolved,
     Scope,
@@ -35,6 +37,10 @@ MEMBERS_DDL = (
     " PRIMARY KEY (user_id, organization_id))"
 )
 APPROVER_ROLES = frozenset({"admin", "manager"})
+#: a resource the operation's ``resolve`` refuses (``Rejected("member_not_found")``)
+MISSING_MEMBER = "usr_missing"
+#: more points than ``resolve`` grants at once (``Rejected("points_over_budget")``)
+BUDGET = 5000
 
 
 class GrantRequest(BaseModel):
@@ -74,6 +80,14 @@ class GrantPoints(LocalOperation[GrantRequest, GrantArguments, GrantPreview, Gra
     async def resolve(
         self, request: GrantRequest, scope: Scope, conn: Any
     ) -> Resolved[GrantArguments, GrantPreview]:
+        # the proposals service resolves in a read-only transaction: make every test say so
+        read_only = (await conn.execute(text("SHOW transaction_read_only"))).scalar_one()
+        if read_only != "on":
+            raise Rejected("resolve_not_read_only")
+        if scope.resource_id == MISSING_MEMBER:
+            raise Rejected("member_not_found", member_id=scope.resource_id)
+        if request.points > BUDGET:
+            raise Rejected("points_over_budget", budget=BUDGET)
         args = GrantArguments(member_id=scope.resource_id, points=request.points)
         return Resolved(args, GrantPreview(member_id=scope.resource_id, points=request.points))
 
@@ -93,6 +107,33 @@ class GrantPoints(LocalOperation[GrantRequest, GrantArguments, GrantPreview, Gra
         self, arguments: GrantArguments, scope: Scope, ctx: ExecutionContext, conn: Any
     ) -> GrantResult:
         return GrantResult(balance=arguments.points)
+
+
+class StampedArguments(GrantArguments):
+    resolution: str
+
+
+class StampedPreview(GrantPreview):
+    resolution: str
+
+
+class StampedGrant(GrantPoints):
+    """``points.grant`` whose every ``resolve`` call stamps a fresh id into both the arguments
+    and the preview: equal stamps in a stored proposal prove both came from ONE call."""
+
+    kind: ClassVar[str] = "points.stamp"
+    Arguments = StampedArguments
+    Preview = StampedPreview
+
+    async def resolve(  # type: ignore[override]
+        self, request: GrantRequest, scope: Scope, conn: Any
+    ) -> Resolved[StampedArguments, StampedPreview]:
+        plain = await super().resolve(request, scope, conn)
+        stamp = new_id("res")
+        return Resolved(
+            StampedArguments(**plain.arguments.model_dump(), resolution=stamp),
+            StampedPreview(**plain.preview.model_dump(), resolution=stamp),
+        )
 
 
 class TableDirectory:
@@ -124,4 +165,4 @@ class TableDirectory:
 
 
 def build() -> tuple[Operations, TableDirectory]:
-    return Operations([GrantPoints()]), TableDirectory()
+    return Operations([GrantPoints(), StampedGrant()]), TableDirectory()

@@ -21,9 +21,9 @@ from signoff_contracts.v1 import (
     ApproveProposal,
     Envelope,
     OutcomeReported,
-    ProposalRequested,
     ProposalRequestReply,
 )
+from signoff_contracts.v2 import PausePointRequested, ProposalRequested
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing import wait_until
 from signoff_runtime.tokens import issue_token
@@ -34,23 +34,52 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 KIND = "points.grant"
 
 
-def proposal_request(org: str, **overrides: Any) -> ProposalRequested:
-    member = overrides.pop("resource_id", new_id("usr"))
+def proposal_request(token: str | None, **overrides: Any) -> ProposalRequested:
+    """A v2 request as the agent sends it: the operation, its ``Request``, the resource, the
+    person's token — the proposals service makes the contract."""
     fields: dict[str, Any] = {
         "proposal_id": new_id("prp"),
-        "organization_id": org,
-        "requested_by": "usr_agent",
-        "section": "members",
-        "resource_id": member,
+        "resource_id": new_id("usr"),
         "operation_kind": KIND,
         "contract_version": 1,
         "request": {"points": 5},
-        "arguments": {"member_id": member, "points": 5},
-        "preview": {"member_id": member, "points": 5},
+        "token": token,
     }
     fields.update(overrides)
     fields.setdefault("correlation_id", fields["proposal_id"])
     return ProposalRequested(**fields)
+
+
+def pause_request(token: str | None, **overrides: Any) -> PausePointRequested:
+    fields: dict[str, Any] = {
+        "pause_point_id": new_id("pp"),
+        "title": "Go ahead?",
+        "description": "Nothing happens until you say so.",
+        "token": token,
+    }
+    fields.update(overrides)
+    return PausePointRequested(**fields)
+
+
+async def enrol(engine: AsyncEngine, org: str, role: str = "admin", user: str | None = None) -> str:
+    """Make ``user`` (a new one by default) a member of ``org`` with ``role``; its id."""
+    user = user or new_id("usr")
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO proposals_testing.members VALUES (:u, :o, :r) "
+                "ON CONFLICT (user_id, organization_id) DO UPDATE SET role = :r"
+            ),
+            {"u": user, "o": org, "r": role},
+        )
+    return user
+
+
+async def proposer_token(
+    engine: AsyncEngine, auth: AuthSettings, org: str, role: str = "admin"
+) -> str:
+    """The token of a new member of ``org`` whose role may propose (the test operation's)."""
+    return issue_token(auth, await enrol(engine, org, role), org)
 
 
 @dataclass
@@ -65,16 +94,7 @@ class Harness:
 
     # --- people -------------------------------------------------------------------------
     async def member(self, org: str, role: str = "admin", user: str | None = None) -> str:
-        user = user or new_id("usr")
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                text(
-                    "INSERT INTO proposals_testing.members VALUES (:u, :o, :r) "
-                    "ON CONFLICT (user_id, organization_id) DO UPDATE SET role = :r"
-                ),
-                {"u": user, "o": org, "r": role},
-            )
-        return user
+        return await enrol(self.engine, org, role, user)
 
     async def remove_member(self, org: str, user: str) -> None:
         async with self.engine.begin() as conn:
@@ -112,10 +132,17 @@ class Harness:
         )
         return bytes(reply.body)
 
-    async def propose(self, org: str, **overrides: Any) -> ProposalRequestReply:
-        msg = proposal_request(org, **overrides)
+    async def proposal_request(self, org: str, **overrides: Any) -> ProposalRequested:
+        """A request by a new member of ``org`` who may propose (unless ``token`` is given)."""
+        token = overrides.pop("token", None) or await proposer_token(self.engine, self.auth, org)
+        return proposal_request(token, **overrides)
+
+    async def send(self, msg: ProposalRequested | bytes) -> ProposalRequestReply:
         raw = await self.request("commands", ROUTING_KEYS["proposals.requests"], msg)
         return ProposalRequestReply.model_validate_json(raw)
+
+    async def propose(self, org: str, **overrides: Any) -> ProposalRequestReply:
+        return await self.send(await self.proposal_request(org, **overrides))
 
     async def pending(self, org: str, **overrides: Any) -> str:
         reply = await self.propose(org, **overrides)
@@ -164,6 +191,13 @@ class Harness:
             await conn.execute(
                 text(f"UPDATE proposals.proposals SET {assignments} WHERE id = :i"),
                 {"i": proposal_id, **params},
+            )
+
+    async def set_pause(self, pause_point_id: str, assignments: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                text(f"UPDATE proposals.pause_points SET {assignments} WHERE id = :i"),
+                {"i": pause_point_id},
             )
 
     async def audit(self, proposal_id: str) -> list[Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from signoff_contracts.v1 import PausePointRequested
+from signoff_contracts.v2 import PausePointRequested
 from signoff_proposals import forms, pause_rules
 from signoff_proposals.pause_rules import Resolution
 
@@ -109,8 +109,7 @@ def test_data_that_fills_in_the_form_passes():
 def request(**fields: Any) -> PausePointRequested:
     return PausePointRequested(
         pause_point_id="pp_01abc",
-        organization_id="org_1",
-        requested_by="usr_1",
+        token="a-token",
         title=fields.pop("title", "Go?"),
         description="",
         **fields,

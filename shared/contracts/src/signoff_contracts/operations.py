@@ -7,9 +7,11 @@ the typed ``Result``, and the code of each lifecycle stage:
 ========================  ==========================  ========================================
 part                      used by                     contract
 ========================  ==========================  ========================================
-``resolve``               agent                       request + server scope → arguments +
+``resolve``               proposals                   request + server scope → arguments +
                                                       preview, or ``Rejected(code)``
 ``authorize``             proposals (at approval)     may this member do the underlying thing
+``may_propose``           proposals (at proposing)    may this member ask for it (default:
+                                                      ``authorize``)
 ``revalidate``            executor (same tx)          do the previewed facts still hold; lock
 ``execute``               executor (same tx)          local effect, committed with the outcome
 ``begin_attempt`` …       executor                    external effect, the attempt protocol
@@ -163,6 +165,15 @@ class Operation(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT]):
     @abstractmethod
     def authorize(self, actor: Actor, scope: Scope) -> bool:
         """May ``actor`` (whose role the directory just confirmed) perform this operation?"""
+
+    def may_propose(self, actor: Actor, scope: Scope) -> bool:
+        """May ``actor`` ask for this operation (a proposal someone must still approve)?
+
+        By default, exactly those who may perform it (``authorize``): a proposal fills the
+        organization's approval queue, so a viewer may not propose. An operation where one role
+        asks and another decides (front-desk staff propose refunds, managers approve) widens it
+        here; it should never be narrower than what a person can see."""
+        return self.authorize(actor, scope)
 
     @abstractmethod
     async def revalidate(self, arguments: ArgumentsT, scope: Scope, conn: Any) -> Reason | None:

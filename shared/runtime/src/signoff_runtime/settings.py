@@ -125,6 +125,8 @@ class LimitsSettings(BaseModel):
     max_body_bytes: int = Field(default=256_000, ge=1024)
     approvals_per_minute: int = Field(default=6000, ge=1)
     messages_per_minute: int = Field(default=600, ge=1)
+    #: proposals each person may ask for per minute (per proposals-service process)
+    proposals_per_minute: int = Field(default=600, ge=1)
 
 
 class UnsafeSettings(BaseModel):
@@ -158,6 +160,9 @@ class UnsafeSettings(BaseModel):
     #: the proposals event stream (``GET /v1/events``) hands every organization's changes to
     #: every reader instead of only their own organization's
     events_every_organization: bool = False
+    #: the proposals service stores a v1 ``ProposalRequested`` as sent: the agent's arguments,
+    #: preview, organization and person, unchecked (the contract made outside the trust boundary)
+    trust_agent_contract: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""

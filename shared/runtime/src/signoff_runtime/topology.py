@@ -48,7 +48,7 @@ QUEUES: tuple[QueueSpec, ...] = (
         "proposals.requests",
         "commands",
         "proposal.requested",
-        "store resolved proposals",
+        "resolve and store proposals",
         consumer="proposals",
         senders=("agent",),
     ),
@@ -109,14 +109,6 @@ QUEUES: tuple[QueueSpec, ...] = (
         consumer="agent",
         senders=("proposals",),
         extra_keys=("pause_point.#",),
-    ),
-    QueueSpec(
-        "agent.resolve",
-        "commands",
-        "revision.resolve",
-        "resolve revised requests",
-        consumer="agent",
-        senders=("proposals",),
     ),
 )
 

@@ -39,6 +39,10 @@ class PausePointView(BaseModel):
 
 
 class PausePointRequested(Envelope):
+    """Version 1: the agent named the organization and the person. Superseded by
+    ``v2.PausePointRequested`` (the person comes from their token); refused with reason
+    ``unsupported_version``. Kept unchanged: a published version never loses a message."""
+
     type: Literal["pause_point.requested"] = "pause_point.requested"
     pause_point_id: PausePointId
     organization_id: str

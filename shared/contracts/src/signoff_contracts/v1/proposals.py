@@ -12,13 +12,20 @@ from signoff_contracts.reasons import Reason
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1.envelope import Envelope
 
+#: which check refused a proposal request (see ``ProposalRequestReply``)
+Refusal = Literal[
+    "rejected", "invalid", "unauthenticated", "forbidden", "rate_limited", "not_stored"
+]
+
 
 class ProposalRequested(Envelope):
-    """Store this resolved proposal (request-reply). Idempotent by ``proposal_id``.
+    """Version 1: a proposal the *agent* resolved. Superseded by ``v2.ProposalRequested``.
 
-    The agent has already run the operation's ``resolve``: ``arguments`` and ``preview`` are the
-    frozen contract, ``request`` is what the model (or machine client) asked for, kept so a
-    revision can start from it.
+    The agent ran the operation's ``resolve`` and sent ``arguments`` and ``preview`` as two
+    separate values, with an organization and a person of its own making: nothing tied what a
+    person was shown to what would run. The proposals service now refuses this shape (reason
+    ``unsupported_version``) and builds every contract itself from a v2 request; the type stays
+    here, unchanged, because a published version never loses a message.
     """
 
     type: Literal["proposal.requested"] = "proposal.requested"
@@ -66,12 +73,22 @@ class ProposalView(BaseModel):
 
 
 class ProposalRequestReply(Envelope):
-    """The reply to ``ProposalRequested``: the stored proposal, or why it was refused."""
+    """The reply to ``ProposalRequested``: the stored proposal, or why it was refused.
+
+    ``refusal`` says which check refused it, so the agent answers the way it did when it ran
+    ``resolve`` itself: ``rejected`` (the operation's ``resolve`` refused the request: the
+    model may correct it; HTTP 422 with the reason's code), ``invalid`` (the request does not
+    fit the operation: 422), ``unauthenticated`` (401), ``forbidden`` (not a member, or a role
+    that may not propose: 403), ``rate_limited`` (429; ``reason.params.retry_after_s``),
+    ``not_stored`` (a quota or a conflict: 422). Absent from older writers: read as
+    ``not_stored``.
+    """
 
     type: Literal["proposal.request_reply"] = "proposal.request_reply"
     accepted: bool
     proposal: ProposalView | None = None
     reason: Reason | None = None
+    refusal: Refusal | None = None
 
 
 class AuditEntry(BaseModel):

@@ -1,8 +1,9 @@
-"""Revisions: the proposals service asks the agent to resolve an edited request.
+"""Revisions, version 1: the proposals service asked the agent to resolve an edited request.
 
-Only the agent runs an operation's ``resolve``; a revision (the editable payload) re-runs it on
-the edited request and, if the old proposal is still pending, the proposals service supersedes
-it with the new one in one transaction. The reply carries the new frozen contract or a reason.
+No longer sent. The proposals service now runs an operation's ``resolve`` itself, for proposals
+and revisions alike, in the transaction that supersedes the old proposal; the agent has no
+``agent.resolve`` queue any more. The types stay, unchanged, because a published version never
+loses a message (``tests/contract``).
 """
 
 from __future__ import annotations
