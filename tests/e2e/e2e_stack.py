@@ -29,7 +29,9 @@ import e2e_broker_users
 import httpx
 from pydantic import SecretStr
 from signoff_club.seed import seed_demo
+from signoff_contracts.operations import Scope
 from signoff_runtime import keys
+from signoff_runtime.registry import load_operations
 from signoff_runtime.settings import AuthSettings, IssuerSettings, broker_user
 from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.processes import (
@@ -245,6 +247,18 @@ class Stack:
             f"{self.url('provider')}/_admin/faults", json={"rules": rules}
         )
         response.raise_for_status()
+
+    async def resolved(
+        self, kind: str, org: str, resource_id: str, request: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """What operation ``kind`` resolves for this request and scope, asked here, apart from
+        the services: (arguments, preview) as JSON."""
+        op = load_operations().latest(kind)
+        scope = Scope(organization_id=org, section=op.section, resource_id=resource_id)
+        async with self.engine.connect() as conn:
+            resolved = await op.resolve(op.parse_request(request), scope, conn)
+            await conn.rollback()
+        return resolved.arguments.model_dump(mode="json"), resolved.preview.model_dump(mode="json")
 
     async def scalar(self, sql: str, **params: Any) -> Any:
         async with self.engine.connect() as conn:

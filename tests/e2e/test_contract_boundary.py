@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 from e2e_stack import Stack
 from signoff_contracts.ids import new_id
-from signoff_contracts.operations import Scope
-from signoff_runtime.registry import load_operations
 from signoff_runtime.testing import wait_until
 from sqlalchemy import text
 
@@ -24,18 +22,6 @@ pytestmark = pytest.mark.e2e
 
 REFUND = "order.refund_missing_discount"
 DRAFT = "email_broadcast.apply_draft"
-
-
-async def resolved_now(
-    stack: Stack, kind: str, org: str, resource_id: str, request: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """What the operation resolves for this request and scope, asked independently."""
-    op = load_operations().latest(kind)
-    scope = Scope(organization_id=org, section=op.section, resource_id=resource_id)
-    async with stack.engine.connect() as conn:
-        resolved = await op.resolve(op.parse_request(request), scope, conn)
-        await conn.rollback()
-    return resolved.arguments.model_dump(mode="json"), resolved.preview.model_dump(mode="json")
 
 
 async def stored(stack: Stack, proposal_id: str) -> Any:
@@ -84,7 +70,7 @@ async def test_a_refund_shows_and_runs_the_pair_the_proposals_service_resolved(s
     assert created.status_code == 201, created.text
     pid = created.json()["proposal"]["id"]
     row = await stored(stack, pid)
-    expected = await resolved_now(stack, REFUND, org["id"], case["order_id"], request)
+    expected = await stack.resolved(REFUND, org["id"], case["order_id"], request)
     assert (row.arguments, row.preview) == expected
     assert created.json()["proposal"]["preview"] == row.preview  # what the person is shown
     assert row.requested_by == org["users"]["manager"]["id"] and row.organization_id == org["id"]
@@ -111,8 +97,8 @@ async def test_a_broadcast_draft_shows_and_runs_the_pair_the_proposals_service_r
     assert created.status_code == 201, created.text
     pid = created.json()["proposal"]["id"]
     row = await stored(stack, pid)
-    assert (row.arguments, row.preview) == await resolved_now(
-        stack, DRAFT, org["id"], case["broadcast_id"], request
+    assert (row.arguments, row.preview) == await stack.resolved(
+        DRAFT, org["id"], case["broadcast_id"], request
     )
     for fact in ("subject", "body", "audience_count"):
         assert row.arguments[fact] == row.preview[fact], fact
@@ -145,8 +131,8 @@ async def test_a_revision_is_resolved_by_the_proposals_service_and_runs_what_it_
     assert revised.status_code == 200, revised.text
     new = revised.json()["proposal"]["id"]
     row = await stored(stack, new)
-    assert (row.arguments, row.preview) == await resolved_now(
-        stack, REFUND, org["id"], case["order_id"], edited
+    assert (row.arguments, row.preview) == await stack.resolved(
+        REFUND, org["id"], case["order_id"], edited
     )
     assert row.arguments["destination"] == row.preview["destination"] == "account_credit"
     assert revised.json()["proposal"]["preview"] == row.preview

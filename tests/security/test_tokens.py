@@ -29,6 +29,7 @@ from signoff_runtime.tokens import (
     issue_token,
     verify_token,
 )
+from signoff_runtime.topology import ROLES
 
 LOCAL = AuthSettings()
 DEV = keys.private_key(keys.DEV_ONLY_TOKEN_PRIVATE_KEY)
@@ -153,6 +154,7 @@ def test_a_services_configuration_cannot_sign(monkeypatch: pytest.MonkeyPatch) -
     issuer, public = _pair("k1")
     monkeypatch.setenv("SIGNOFF_ENV", "prod")
     monkeypatch.setenv("SIGNOFF_AMQP__URL", "amqp://agent:Zk4vQ9wLr2TnB7xHc5Ys@rabbitmq:5672/")
+    monkeypatch.setenv("SIGNOFF_AMQP__USERS", json.dumps({role: role for role in ROLES}))
     monkeypatch.setenv("SIGNOFF_AUTH__PUBLIC_KEYS", json.dumps({"k1": public}))
     monkeypatch.setenv("SIGNOFF_AUTH__PRIVATE_KEY", issuer.private_key.get_secret_value())
     service = ServiceSettings().auth

@@ -42,12 +42,10 @@ from aiormq.exceptions import ChannelInvalidStateError
 from e2e_stack import Stack
 from insider_kit import REFUND, command, propose_refund, publish, refused_as, restart
 from signoff_contracts.ids import new_id
-from signoff_contracts.operations import Scope
 from signoff_contracts.outcomes import Succeeded
 from signoff_contracts.v1 import ApproveProposal, ExecutionContract, OutcomeReported
 from signoff_contracts.v2 import ProposalRequested
 from signoff_runtime import keys
-from signoff_runtime.registry import load_operations
 from signoff_runtime.testing import wait_until
 from signoff_runtime.tokens import AGENT_AUDIENCE, PROPOSALS_AUDIENCE
 from signoff_runtime.topology import Role
@@ -291,7 +289,9 @@ async def test_a_request_the_person_did_not_ask_for_is_shown_as_what_will_run(
     reply = await command(stack, "agent", message, queue="proposals.requests")
     assert reply["accepted"], reply
     row = await _stored(stack, message.proposal_id)
-    assert (row.arguments, row.preview) == await _resolved(stack, org["id"], case, other)
+    assert (row.arguments, row.preview) == await stack.resolved(
+        REFUND, org["id"], case["order_id"], other
+    )
     assert row.preview["destination"] == row.arguments["destination"] == "account_credit"
 
     forged_id, message_id = await _send_v1_with_its_own_contract(stack, org)
@@ -417,18 +417,6 @@ def _refund_request(case: dict[str, str]) -> dict[str, Any]:
     }
 
 
-async def _resolved(
-    stack: Stack, org: str, case: dict[str, str], request: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """What the refund resolves for ``request``, asked independently of the services."""
-    op = load_operations().latest(REFUND)
-    scope = Scope(organization_id=org, section=op.section, resource_id=case["order_id"])
-    async with stack.engine.connect() as conn:
-        resolved = await op.resolve(op.parse_request(request), scope, conn)
-        await conn.rollback()
-    return resolved.arguments.model_dump(mode="json"), resolved.preview.model_dump(mode="json")
-
-
 async def _stored(stack: Stack, proposal_id: str) -> Any:
     async with stack.engine.connect() as conn:
         return (
@@ -442,9 +430,9 @@ async def _send_v1_with_its_own_contract(stack: Stack, org: dict[str, Any]) -> t
     """As the agent's user: the old shape, carrying arguments that refund to the card and a
     preview of an account credit (both well-formed: each is a real resolve's)."""
     case = org["refund_case"]
-    card, _ = await _resolved(stack, org["id"], case, _refund_request(case))
+    card, _ = await stack.resolved(REFUND, org["id"], case["order_id"], _refund_request(case))
     credit = {**_refund_request(case), "destination": "account_credit"}
-    _, shown = await _resolved(stack, org["id"], case, credit)
+    _, shown = await stack.resolved(REFUND, org["id"], case["order_id"], credit)
     proposal_id = new_id("prp")
     forged = {
         "type": "proposal.requested",
