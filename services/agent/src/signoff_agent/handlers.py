@@ -97,5 +97,3 @@ class Consumers:
         HANDBACKS.labels(event="pause_point", written=str(waiting is not None).lower()).inc()
         if waiting is not None:
             self.turns.resume_soon(waiting)
-
-
