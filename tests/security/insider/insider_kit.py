@@ -59,7 +59,7 @@ async def refused_as(stack: Stack, queue: str, message_id: str) -> dict[str, Any
         found = [d for d in await stack.dead_letters(queue) if d["message_id"] == message_id]
         return found[0] if found else None
 
-    return await wait_until(probe, timeout=30.0, what=f"{message_id} dead-lettered from {queue}")
+    return await wait_until(probe, timeout=60.0, what=f"{message_id} dead-lettered from {queue}")
 
 
 async def propose_refund(stack: Stack, org: dict[str, Any], token: str) -> str:

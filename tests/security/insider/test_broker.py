@@ -241,7 +241,7 @@ async def test_allowed_senders_still_work_and_a_replay_is_accepted_for_its_origi
             if d["message_id"] == unreadable and d["id"] != letter["id"]
         ]
 
-    [again] = await wait_until(refused_again, timeout=30.0, what="the replay refused again")
+    [again] = await wait_until(refused_again, timeout=60.0, what="the replay refused again")
     assert again["reason"] == "invalid_message", again
 
 

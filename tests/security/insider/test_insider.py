@@ -264,7 +264,7 @@ async def consumed_without_effect(stack: Stack, insider: Role, queue: str, messa
         )
         return bool(archived) or (queue == "proposals.outcomes" and bool(inbox))
 
-    await wait_until(settled, timeout=30.0, what=f"{insider}'s forgery to {queue} settled")
+    await wait_until(settled, timeout=60.0, what=f"{insider}'s forgery to {queue} settled")
 
 
 async def test_a_request_the_person_did_not_ask_for_is_shown_as_what_will_run(
@@ -377,7 +377,7 @@ async def test_negative_control_trusting_the_agents_contract_runs_what_was_not_s
         async def stored() -> Any:
             return await _stored(stack, forged_id)
 
-        row = await wait_until(stored, timeout=30.0, what="the agent's own contract stored")
+        row = await wait_until(stored, timeout=60.0, what="the agent's own contract stored")
         assert row.preview["destination"] == "account_credit"  # what the person is shown
         assert row.arguments["destination"] != row.preview["destination"]  # what would run
         # the manager approves the account credit shown, and the card is refunded
