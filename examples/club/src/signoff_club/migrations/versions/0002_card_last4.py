@@ -23,7 +23,7 @@ def upgrade() -> None:
     op.create_check_constraint(
         "payments_card_last4",
         "payments",
-        "card_last4 IS NULL OR (method = 'card' AND card_last4 ~ '^[0-9]{4}$')",
+        "card_last4 IS NULL OR card_last4 ~ '^[0-9]{4}$'",
         schema=S,
     )
 
