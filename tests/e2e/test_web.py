@@ -89,8 +89,9 @@ async def test_refund_from_chat_to_succeeded(
         )
     )
     await expect(done.get_by_role("button", name="Approve")).to_have_count(0)
+    # the app's message itself (the card, in the message before it, says the same words)
     follow_up = tab.page.locator(
-        "li.msg-app", has_text="Done: Refunded 35.00 CAD to the card ending 4242"
+        "li.msg-app > .md", has_text="Done: Refunded 35.00 CAD to the card ending 4242"
     )
     await expect(follow_up).to_have_count(1, timeout=WAIT_MS)
     assert tab.dialogs == []

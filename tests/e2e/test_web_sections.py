@@ -134,7 +134,7 @@ async def test_every_served_section_from_home_page_to_outcome_and_read_only_in_f
         await expect(done.get_by_role("button", name="Approve")).to_have_count(0)
         said = {"orders": "Done: Refunded 35.00 CAD", "email": "Done: Copied the draft"}[name]
         await expect(done.locator("[data-role=outcome]")).to_contain_text(said)
-        follow_up = manager.page.locator("li.msg-app", has_text=said)
+        follow_up = manager.page.locator("li.msg-app > .md", has_text=said)
         await expect(follow_up).to_have_count(1, timeout=WAIT_MS)
         assert await not_reloaded(manager)
         # the viewer's open proposal page hears it too, in French, without a reload
