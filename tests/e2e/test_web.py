@@ -70,7 +70,7 @@ async def test_refund_from_chat_to_succeeded(
         "Refund to": "The card that paid",
         "Order total now": "444.99 CAD",
         "Order total after the refund": "409.99 CAD",
-        "Product configuration": "Unchanged",
+        "Product configuration": "Unchanged since the sale",
     }
     for label, value in expected.items():
         await expect(preview.locator(f"dt:text-is('{label}') + dd")).to_have_text(value)
@@ -81,12 +81,17 @@ async def test_refund_from_chat_to_succeeded(
     await card.get_by_role("button", name="Approve").click()
     done = tab.card("succeeded")
     await expect(done).to_have_count(1, timeout=WAIT_MS)
+    # the operation's own words for its stored result, not a generic sentence
     await expect(done.locator("[data-role=outcome]")).to_contain_text(
-        "Done: “Refund a missing discount” was carried out as approved."
+        re.compile(
+            r"Done: Refunded 35\.00 CAD to the card ending 4242 \(refund \S+\); "
+            r"the order total is now 409\.99 CAD\."
+        )
     )
     await expect(done.get_by_role("button", name="Approve")).to_have_count(0)
+    # the app's message itself (the card, in the message before it, says the same words)
     follow_up = tab.page.locator(
-        "li.msg-app", has_text="Done: the approved proposal was carried out."
+        "li.msg-app > .md", has_text="Done: Refunded 35.00 CAD to the card ending 4242"
     )
     await expect(follow_up).to_have_count(1, timeout=WAIT_MS)
     assert tab.dialogs == []

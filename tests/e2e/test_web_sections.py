@@ -132,7 +132,9 @@ async def test_every_served_section_from_home_page_to_outcome_and_read_only_in_f
         await expect(done).to_have_attribute("data-status", "succeeded", timeout=WAIT_MS)
         await expect(done.locator("[data-role=outcome]")).to_contain_text("Done:")
         await expect(done.get_by_role("button", name="Approve")).to_have_count(0)
-        follow_up = manager.page.locator("li.msg-app", has_text="Done: the approved proposal")
+        said = {"orders": "Done: Refunded 35.00 CAD", "email": "Done: Copied the draft"}[name]
+        await expect(done.locator("[data-role=outcome]")).to_contain_text(said)
+        follow_up = manager.page.locator("li.msg-app > .md", has_text=said)
         await expect(follow_up).to_have_count(1, timeout=WAIT_MS)
         assert await not_reloaded(manager)
         # the viewer's open proposal page hears it too, in French, without a reload

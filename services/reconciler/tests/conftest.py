@@ -122,6 +122,9 @@ class ScriptedTransfer(ExternalOperation[Transfer, Transfer, Transfer, Transfer,
     def render_preview(self, preview: Transfer, locale: Locale) -> RenderedPreview:
         return RenderedPreview(title="transfer")
 
+    def render_result(self, result: Transfer, locale: Locale) -> str:
+        return "transferred"
+
     def open_provider(self) -> AbstractAsyncContextManager[str]:
         @asynccontextmanager
         async def client() -> AsyncIterator[str]:

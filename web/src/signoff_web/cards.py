@@ -147,7 +147,7 @@ def _outcome(
     if kind == "succeeded":
         rendered = _rendered_result(op, outcome.get("result"), locale)
         if rendered:
-            shown["text"] = rendered
+            shown["text"] = texts.outcome("succeeded_result", locale, result=rendered)
             return shown
     elif kind == "needs_reconciliation":
         shown["status_path"] = outcome.get("status_path")
@@ -167,11 +167,13 @@ def _outcome(
 
 
 def _rendered_result(op: Any, result: Any, locale: Locale) -> str | None:
-    render = getattr(op, "render_result", None)
-    if render is None or result is None:
+    """The operation's ``render_result`` of the stored result (every loaded operation has
+    one: ``check_operation``), or ``None`` for an unknown operation or a result that does not
+    parse."""
+    if op is None or result is None:
         return None
     try:
-        parsed = op.Result.model_validate(result)
-        return str(render(parsed, locale))
+        said = op.render_result(op.parse_result(result), locale)
     except Exception:  # an old or odd stored result: the generic sentence still says it
         return None
+    return said if isinstance(said, str) and said.strip() else None

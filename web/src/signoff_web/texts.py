@@ -176,6 +176,8 @@ OUTCOMES: dict[str, dict[Locale, str]] = {
         "en": "Done: “{title}” was carried out as approved.",
         "fr": "C'est fait : « {title} » a été exécutée comme approuvée.",
     },
+    #: a success whose stored result the operation's ``render_result`` put in words
+    "succeeded_result": {"en": "Done: {result}", "fr": "C'est fait : {result}"},
     "needs_reconciliation": {
         "en": "Not certain yet: signoff is checking with the provider whether “{title}” "
         "took effect.",

@@ -60,6 +60,34 @@ def test_roles_and_outcomes_are_words_in_the_readers_language() -> None:
     assert failed is not None and "prp_1" in failed["text"] and "succeeded" not in failed["text"]
 
 
+REFUND_RESULT = {
+    "refund_id": "rfd_1",
+    "amount_cents": 3_500,
+    "currency": "CAD",
+    "destination": "card_refund",
+    "resulting_order_total_cents": 40_999,
+    "provider_refund_id": "re_1",
+    "card_last4": "4242",
+}
+
+
+@pytest.mark.parametrize(
+    ("locale", "said"),
+    [
+        ("en", "Done: Refunded 35.00 CAD to the card ending 4242 (refund re_1)"),
+        ("fr", "C'est fait : 35,00 CAD remboursés sur la carte se terminant par 4242"),
+    ],
+)
+def test_a_succeeded_card_says_what_the_operation_did(locale: texts.Locale, said: str) -> None:
+    from signoff_club.operations.refund_missing_discount import RefundMissingDiscount
+
+    op = RefundMissingDiscount()
+    shown = cards._outcome({"type": "succeeded", "result": REFUND_RESULT}, locale, "X", op)
+    assert shown is not None and shown["text"].startswith(said), shown
+    generic = cards._outcome({"type": "succeeded", "result": {"refund": 1}}, locale, "X", op)
+    assert generic is not None and generic["text"] == texts.outcome("succeeded", locale, title="X")
+
+
 class _Agent:
     def __init__(self) -> None:
         self.calls = 0

@@ -11,6 +11,8 @@ goes below zero however many discounts are corrected on it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Literal
 
 PaymentMethod = Literal["card", "cash", "e_transfer"]
@@ -65,3 +67,23 @@ def format_money(cents: int, currency: str, locale: Literal["en", "fr"]) -> str:
     whole, part = divmod(abs(cents), 100)
     separator = "," if locale == "fr" else "."
     return f"{sign}{whole}{separator}{part:02d} {currency}"
+
+
+def product_configuration(
+    *, product_id: str, name: str, unit_price_cents: int, discount_id: str, kind: str, value: int
+) -> str:
+    """A fingerprint of a product's configuration as the club stores it, for one discount.
+
+    In the club, a product's configuration is what its catalog row says it is — its name and
+    its unit price now — together with the discount rule a refund corrects on it (the
+    discount's kind and value). A refund's preview is a claim about that configuration; the
+    fingerprint (sha256 of the canonical JSON) lets execution prove the claim still holds.
+    """
+    facts = {
+        "product_id": product_id,
+        "name": name,
+        "unit_price_cents": unit_price_cents,
+        "discount": {"id": discount_id, "kind": kind, "value": value},
+    }
+    canonical = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -23,6 +23,7 @@ from signoff_club.domain import (
     DiscountKind,
     PaymentMethod,
     discount_cents,
+    product_configuration,
     refundable_cents,
 )
 
@@ -76,7 +77,11 @@ class Facts:
     refunded: int
     reserved: int
     payment_ref: str | None
+    product_id: str
     product_name: str
+    #: the product's catalog price now (the line keeps the price it was sold at)
+    catalog_price: int
+    discount_id: str
     quantity: int
     unit_price: int
     line_cents: int
@@ -91,6 +96,21 @@ class Facts:
             raise Rejected("discount_not_applicable")
         if self.evidence_applied:
             raise Rejected("discount_already_applied")
+
+    def product_configuration(self) -> str:
+        """The product's configuration fingerprint (``signoff_club.domain``)."""
+        return product_configuration(
+            product_id=self.product_id,
+            name=self.product_name,
+            unit_price_cents=self.catalog_price,
+            discount_id=self.discount_id,
+            kind=self.kind,
+            value=self.value,
+        )
+
+    def product_unchanged_since_sale(self) -> bool:
+        """The catalog still sells the product at the price this line was bought at."""
+        return self.catalog_price == self.unit_price
 
     def amount_cents(self) -> int:
         return discount_cents(
@@ -124,6 +144,9 @@ async def load_facts(
 
     With ``lock``, the order row and then the payment row are locked ``FOR UPDATE``: every
     refund of an order takes them in this order, so two refunds serialize without deadlock.
+    The product and discount rows are read, not locked: ``FOR SHARE`` needs a write grant the
+    executor's role does not hold on the catalog, so their configuration is proved as of the
+    revalidating read (as the discount rule always was).
     """
     order_q = (
         select(t.orders.c.currency, t.orders.c.total_cents, t.participants.c.name)
@@ -139,13 +162,16 @@ async def load_facts(
     payment = (await conn.execute(pay_q.with_for_update() if lock else pay_q)).first()
     if payment is None:
         raise Rejected("payment_not_found")
-    line = (
-        await conn.execute(
-            select(t.line_items, t.products.c.name)
-            .join_from(t.line_items, t.products, t.line_items.c.product_id == t.products.c.id)
-            .where(t.line_items.c.id == line_item_id, t.line_items.c.order_id == order_id)
+    line_q = (
+        select(
+            t.line_items,
+            t.products.c.name,
+            t.products.c.unit_price_cents.label("catalog_price"),
         )
-    ).first()
+        .join_from(t.line_items, t.products, t.line_items.c.product_id == t.products.c.id)
+        .where(t.line_items.c.id == line_item_id, t.line_items.c.order_id == order_id)
+    )
+    line = (await conn.execute(line_q)).first()
     if line is None:
         raise Rejected("line_item_not_found")
     evidence = t.line_item_discounts
@@ -177,7 +203,10 @@ async def load_facts(
         refunded=payment.refunded_cents,
         reserved=payment.reserved_cents,
         payment_ref=payment.provider_ref,
+        product_id=line.product_id,
         product_name=line.name,
+        catalog_price=line.catalog_price,
+        discount_id=discount.id,
         quantity=line.quantity,
         unit_price=line.unit_price_cents,
         line_cents=line.amount_cents,
@@ -319,10 +348,17 @@ async def get_attempt(conn: AsyncConnection, attempt_id: str, *, lock: bool = Fa
     )
 
 
-async def apply(
-    conn: AsyncConnection, attempt: Attempt, provider_refund_id: str | None
-) -> tuple[str, int]:
-    """Turn the reservation into a refund; returns the refund id and the new order total."""
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What ``apply`` wrote: the refund, the order's total after it, the card it went to."""
+
+    refund_id: str
+    order_total_cents: int
+    card_last4: str | None
+
+
+async def apply(conn: AsyncConnection, attempt: Attempt, provider_refund_id: str | None) -> Applied:
+    """Turn the reservation into a refund, and say what it became."""
     refund_id = new_id("rfd")
     status = "recorded" if attempt.destination == "e_transfer_return" else "succeeded"
     await conn.execute(
@@ -363,7 +399,12 @@ async def apply(
                 currency=attempt.currency,
             )
         )
-    return refund_id, int(order.total_cents)
+    card_last4 = None
+    if attempt.destination == "card_refund":
+        card_last4 = await conn.scalar(
+            select(t.payments.c.card_last4).where(t.payments.c.id == attempt.payment_id)
+        )
+    return Applied(refund_id, int(order.total_cents), card_last4)
 
 
 async def release(conn: AsyncConnection, attempt: Attempt) -> None:

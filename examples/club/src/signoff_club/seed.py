@@ -175,6 +175,7 @@ async def _refund_case(
             method="card",
             amount_cents=34_999 + 9_500,
             provider_ref=f"ch_demo_{suffix}_{secrets.token_hex(4)}",
+            card_last4="4242",
         )
     )
     return {

@@ -167,12 +167,19 @@ payments = Table(
     Column("method", Text, nullable=False),
     Column("amount_cents", BigInteger, nullable=False),
     Column("provider_ref", Text, nullable=True),
+    #: a card's last four digits, as the provider reported them at the charge (shown only: a
+    #: card refund's outcome names the card by them)
+    Column("card_last4", Text, nullable=True),
     Column("refunded_cents", BigInteger, nullable=False, server_default=text("0")),
     #: held by refund attempts not yet concluded, so a concurrent refund cannot overdraw
     Column("reserved_cents", BigInteger, nullable=False, server_default=text("0")),
     _created(),
     CheckConstraint(_in("method", PAYMENT_METHODS), name="payments_method"),
     CheckConstraint("(method = 'card') = (provider_ref IS NOT NULL)", name="payments_card_ref"),
+    CheckConstraint(
+        "card_last4 IS NULL OR card_last4 ~ '^[0-9]{4}$'",
+        name="payments_card_last4",
+    ),
     CheckConstraint(
         "amount_cents > 0 AND refunded_cents >= 0 AND reserved_cents >= 0 "
         "AND refunded_cents + reserved_cents <= amount_cents",

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from signoff_club import tables as t
+from signoff_club.operations import apply_broadcast_draft
 from signoff_club.testing import BroadcastWorld, count_rows, execution_context
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import ExecutionContext, Rejected
@@ -125,8 +126,14 @@ async def test_apply_copies_the_draft_once_per_proposal(
     arguments = (await _resolve(engine, broadcast_world, broadcast_world.request)).arguments
     ctx = execution_context()
     result = await _run(engine, broadcast_world, arguments, ctx)
-    assert result == op.Result(broadcast_id=broadcast_world.scope.resource_id, audience_count=3)
     form = await _form(engine, broadcast_world)
+    assert result == op.Result(
+        broadcast_id=broadcast_world.scope.resource_id,
+        audience_count=3,
+        broadcast_name=form.name,
+        subject=arguments.subject,
+        rechecked=apply_broadcast_draft.RECHECKED,
+    )
     assert (form.subject, form.body) == (arguments.subject, arguments.body)
     assert form.segment_ids == list(arguments.segment_ids)
     assert [f["name"] for f in form.filters] == ["Adult league", "Junior clinic families"]

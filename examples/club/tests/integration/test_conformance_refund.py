@@ -20,7 +20,7 @@ from signoff_card_provider.testing import SimulatorAdmin
 from signoff_club import tables as t
 from signoff_club import testing
 from signoff_club.directory import ClubDirectory
-from signoff_club.operations.refund_missing_discount import RefundMissingDiscount
+from signoff_club.operations.refund_missing_discount import RECHECKED, RefundMissingDiscount
 from signoff_club.settings import ClubSettings
 from signoff_conformance import (
     ConformanceCase,
@@ -54,6 +54,8 @@ STALE_CODES = {
     "payment_partially_refunded_elsewhere": "insufficient_refundable",
     "unresolved_attempt_exists": "refund_in_progress",
     "order_total_changed_elsewhere": "order_total_changed",
+    "product_repriced_in_catalog": "product_configuration_changed",
+    "product_renamed": "product_configuration_changed",
 }
 CARD_STALE_CODES = {**STALE_CODES, "card_charge_replaced": "destination_unsupported"}
 
@@ -160,6 +162,25 @@ def stale_facts(world: testing.RefundWorld, *, card: bool) -> dict[str, StaleFac
             .values(provider_ref=f"ch_replaced_{new_id('pay')}")
         )
 
+    def the_product() -> Any:
+        lines = t.line_items
+        return select(lines.c.product_id).where(lines.c.id == ids["line_item_id"])
+
+    async def product_repriced_in_catalog(conn: AsyncConnection) -> None:
+        """The catalog's price moved; the line keeps its sale price, so the amount does not."""
+        await conn.execute(
+            update(t.products)
+            .where(t.products.c.id == the_product().scalar_subquery())
+            .values(unit_price_cents=t.products.c.unit_price_cents + 1_000)
+        )
+
+    async def product_renamed(conn: AsyncConnection) -> None:
+        await conn.execute(
+            update(t.products)
+            .where(t.products.c.id == the_product().scalar_subquery())
+            .values(name="Adult league — winter season")
+        )
+
     facts: dict[str, StaleFact] = {
         "discount_applied_elsewhere": discount_applied_elsewhere,
         "discount_no_longer_owed": discount_no_longer_owed,
@@ -168,6 +189,8 @@ def stale_facts(world: testing.RefundWorld, *, card: bool) -> dict[str, StaleFac
         "payment_partially_refunded_elsewhere": payment_partially_refunded_elsewhere,
         "unresolved_attempt_exists": unresolved_attempt_exists,
         "order_total_changed_elsewhere": order_total_changed_elsewhere,
+        "product_repriced_in_catalog": product_repriced_in_catalog,
+        "product_renamed": product_renamed,
     }
     return facts | ({"card_charge_replaced": card_charge_replaced} if card else {})
 
@@ -272,6 +295,50 @@ class RefundChecks(OperationConformance):
                 await tx.rollback()
             codes[name] = reason.code if reason else None
         assert codes == self.stale_codes
+
+    async def test_a_contract_without_the_configuration_fingerprint_fails_closed(
+        self, op: AnyOperation, case: ConformanceCase
+    ) -> None:
+        """A contract frozen before the fingerprint existed cannot prove the configuration."""
+        args = (await resolve_request(op, case, case.valid_request)).arguments
+        old = stored(op, args.model_copy(update={"product_configuration": None}))
+        async with case.engine.connect() as conn, conn.begin():
+            reason = await op.revalidate(old, case.scope, conn)
+        assert reason is not None and reason.code == "product_configuration_changed"
+
+    async def test_the_preview_says_whether_the_product_changed_since_the_sale(
+        self, op: AnyOperation, case: ConformanceCase
+    ) -> None:
+        assert (
+            await resolve_request(op, case, case.valid_request)
+        ).preview.product_configuration_unchanged
+        async with case.engine.begin() as conn:
+            await conn.execute(
+                update(t.products)
+                .where(
+                    t.products.c.id
+                    == select(t.line_items.c.product_id)
+                    .where(t.line_items.c.id == case.valid_request["line_item_id"])
+                    .scalar_subquery()
+                )
+                .values(unit_price_cents=t.products.c.unit_price_cents + 1_000)
+            )
+        resolved = await resolve_request(op, case, case.valid_request)
+        assert resolved.preview.product_configuration_unchanged is False
+
+    async def test_the_result_says_what_was_done_and_what_was_rechecked(
+        self, op: AnyOperation, case: ConformanceCase
+    ) -> None:
+        arguments = (await resolve_request(op, case, case.valid_request)).arguments
+        run = await run_external(op, case, new_context(case), arguments)
+        assert run.status == "executed" and isinstance(run.outcome, Succeeded), run
+        result = op.parse_result(run.outcome.result)
+        assert result.rechecked == RECHECKED
+        said = op.render_result(result, "en")
+        assert "35.00 CAD" in said and "409.99 CAD" in said, said
+        if result.destination == "card_refund":
+            assert result.card_last4 == "4242" and result.provider_refund_id
+            assert f"the card ending 4242 (refund {result.provider_refund_id})" in said
 
 
 class TestRefundToCardConformance(RefundChecks):

@@ -104,7 +104,12 @@ def test_refund_preview_renders_in_both_locales() -> None:
     )
     en, fr = op.render_preview(preview, "en"), op.render_preview(preview, "fr")
     assert {line.value for line in en.lines} >= {"35.00 CAD", "444.99 CAD", "409.99 CAD", "Card"}
-    assert {line.value for line in fr.lines} >= {"35,00 CAD", "409,99 CAD", "Carte", "Inchangée"}
+    assert {line.value for line in fr.lines} >= {
+        "35,00 CAD",
+        "409,99 CAD",
+        "Carte",
+        "Inchangée depuis la vente",
+    }
     assert en.title != fr.title and len(en.lines) == len(fr.lines) == 9
 
 

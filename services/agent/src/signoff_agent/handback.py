@@ -2,10 +2,12 @@
 
 The model is not resumed. Each event with something to say becomes exactly one app-authored
 message, stored as a code with parameters (rendered in each viewer's locale when read) and
-unique per ``(proposal or pause point, kind)``, so a duplicate event writes nothing. A decline's
-reason and a revision required also leave a *note*: bounded context for the model on the
-person's next message. A pause point's resolution becomes a synthetic user message and a turn
-waiting to run.
+unique per ``(proposal or pause point, kind)``, so a duplicate event writes nothing. A success
+carries the operation's stored ``Succeeded.result`` (with the contract version that parses it),
+so the message says what was done in the operation's own words (``render_result``) in each
+reader's locale. A success, a decline's reason and a revision required also leave a *note*:
+bounded context for the model on the person's next message. A pause point's resolution
+becomes a synthetic user message and a turn waiting to run.
 
 ``plan`` decides (pure); ``apply`` writes, in the consumer's transaction.
 """
@@ -31,6 +33,8 @@ from signoff_agent import repository as repo
 
 log = structlog.get_logger(__name__)
 _DECLINE_CHARS = 500
+#: a stored result larger than this is not copied into the message (it says the generic text)
+_RESULT_CHARS = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +69,16 @@ def plan(event: ProposalEvent) -> list[Notice]:
         params = {**kind, "decline_reason": reason or None}
         return [Notice("declined", "proposal_declined", params, note="declined")]
     if event.event == "outcome" and view.outcome is not None:
-        return [_outcome_notice(view.outcome, kind)]
+        return [_outcome_notice(view.outcome, kind, view.contract_version)]
     return []
 
 
-def _outcome_notice(outcome: Any, kind: dict[str, Any]) -> Notice:
+def _outcome_notice(outcome: Any, kind: dict[str, Any], version: int) -> Notice:
     if isinstance(outcome, Succeeded):
-        return Notice("outcome:succeeded", "proposal_succeeded", kind)
+        params: dict[str, Any] = {**kind, "version": version}
+        if len(json.dumps(outcome.result, default=str)) <= _RESULT_CHARS:
+            params["result"] = outcome.result
+        return Notice("outcome:succeeded", "proposal_succeeded", params, note="succeeded")
     if isinstance(outcome, NeedsReconciliation):
         params = {**kind, "status_path": outcome.status_path}
         return Notice("outcome:needs_reconciliation", "proposal_needs_reconciliation", params)

@@ -3,7 +3,8 @@
 1. standing orders: signoff's own rules, then the assistant's instructions in the person's
    locale;
 2. the application context: the assistant's summary of the resource (cut to its bound) and the
-   notes since the last turn — a decline's reason, a revision required — each bounded;
+   notes since the last turn — what a success did (the operation's ``render_result``), a
+   decline's reason, a revision required — each bounded;
 3. the conversation so far: the last messages within a count and a character budget, the
    application's notices rendered in English.
 
@@ -77,6 +78,13 @@ def note_line(note: Row[Any], operations: Operations, limit: int) -> str:
         return (
             f"The person declined proposal {note.proposal_id} ({kind}).{said} You may look "
             "again and prepare a revised proposal if that helps."
+        )
+    if note.code == "succeeded":
+        did = texts.render_result(params, "en", operations)
+        done = f": {did[:limit]}" if did else "."
+        return (
+            f"Proposal {note.proposal_id} ({kind}) was approved and carried out{done} "
+            "This is the application's record of what was done."
         )
     reason = texts.render_reason(params.get("reason") or {}, kind, "en", operations)[:limit]
     return (

@@ -4,7 +4,9 @@ App-authored messages are stored as a code and parameters, never as prose, and r
 when read, in the locale of whoever reads them (their membership says which). A reason inside
 the parameters (``{"reason": {"code", "params"}, "kind": …}``) is rendered by the operation's
 own reason templates when it has one, else by the lifecycle's below, else named by its code.
-The model reads the English rendering of the same messages.
+A success's stored result (``{"result": …, "kind", "version"}``) is rendered by the operation's
+own ``render_result``; a result that no longer parses (or an unknown operation) falls back to the
+generic sentence. The model reads the English rendering of the same messages.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import structlog
 from signoff_contracts.operations import Locale
 from signoff_runtime.registry import Operations, UnknownOperation
+
+log = structlog.get_logger(__name__)
 
 MESSAGES: dict[str, dict[Locale, str]] = {
     "proposal_ready": {
@@ -29,6 +34,10 @@ MESSAGES: dict[str, dict[Locale, str]] = {
     "proposal_succeeded": {
         "en": "Done: the approved proposal was carried out.",
         "fr": "C'est fait : la proposition approuvée a été exécutée.",
+    },
+    "proposal_succeeded_result": {
+        "en": "Done: {result}",
+        "fr": "C'est fait : {result}",
     },
     "proposal_needs_reconciliation": {
         "en": "The result of the approved proposal is not certain yet; signoff is checking "
@@ -196,11 +205,34 @@ def render_reason(
     return _fill(template[locale], params)
 
 
+def render_result(
+    params: Mapping[str, Any], locale: Locale, operations: Operations | None
+) -> str | None:
+    """What a success did, in the operation's own words, or ``None`` when the stored result
+    cannot say it (no result, an unknown operation or version, a result that does not parse)."""
+    kind, result, version = params.get("kind"), params.get("result"), params.get("version")
+    if operations is None or not isinstance(kind, str) or result is None:
+        return None
+    try:
+        op = operations.get(kind, version) if isinstance(version, int) else operations.latest(kind)
+        said = op.render_result(op.parse_result(result), locale)
+    except UnknownOperation:
+        return None
+    except Exception:  # an old or odd stored result: the generic sentence still says it
+        log.warning("texts.result_not_rendered", kind=kind, version=version, exc_info=True)
+        return None
+    return said if isinstance(said, str) and said.strip() else None
+
+
 def render(
     code: str, params: Mapping[str, Any], locale: Locale, operations: Operations | None = None
 ) -> str:
     """The app message ``code`` in ``locale`` (an unknown code renders as itself)."""
     values: dict[str, Any] = dict(params)
+    if code == "proposal_succeeded":
+        said = render_result(params, locale, operations)
+        if said is not None:
+            code, values["result"] = "proposal_succeeded_result", said
     if isinstance(params.get("reason"), Mapping):
         values["reason"] = render_reason(params["reason"], params.get("kind"), locale, operations)
     if "cause" in params:

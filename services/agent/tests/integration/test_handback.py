@@ -113,9 +113,16 @@ async def test_an_outcome_writes_one_message_however_often_it_arrives_and_stream
         _sse(agent, url, auth(club, "viewer"), "proposal_succeeded", seen, connected)
     )
     await asyncio.wait_for(connected.wait(), 10)
-    view = changed(
-        view_of(stored), status="succeeded", outcome=Succeeded(result={"refund_id": "ref_1"})
-    )
+    result = {
+        "refund_id": "rfd_1",
+        "amount_cents": 3_500,
+        "currency": "CAD",
+        "destination": "card_refund",
+        "resulting_order_total_cents": 40_999,
+        "provider_refund_id": "re_1",
+        "card_last4": "4242",
+    }
+    view = changed(view_of(stored), status="succeeded", outcome=Succeeded(result=result))
     event = ProposalEvent(event="outcome", proposal=view, source="proposals")
     again = ProposalEvent(event="outcome", proposal=view, source="proposals")  # a new message id
     for message in (event, event, again):
@@ -127,7 +134,11 @@ async def test_an_outcome_writes_one_message_however_often_it_arrives_and_stream
     assert len(follow_ups) == 1
     streamed = [data for kind, data in seen if kind == "message"]
     assert streamed[-1]["code"] == "proposal_succeeded"
-    assert streamed[-1]["text"].startswith("C'est fait")  # the viewer's locale
+    # the operation's own words for the stored result, in the viewer's locale
+    assert streamed[-1]["text"] == (
+        "C'est fait : 35,00 CAD remboursés sur la carte se terminant par 4242 "
+        "(remboursement re_1) ; le total de la commande est maintenant de 409,99 CAD."
+    )
     cards = [data for kind, data in seen if kind == "card"]
     assert cards and cards[-1]["status"] == "succeeded"
     assert len(model.requests) == 1  # the model was not resumed

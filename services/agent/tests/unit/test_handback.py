@@ -45,7 +45,15 @@ def test_created_writes_the_card() -> None:
 @pytest.mark.parametrize(
     ("outcome", "notice"),
     [
-        (Succeeded(result={}), Notice("outcome:succeeded", "proposal_succeeded", KIND)),
+        (
+            Succeeded(result={"refund_id": "rfd_1"}),
+            Notice(
+                "outcome:succeeded",
+                "proposal_succeeded",
+                {**KIND, "version": 1, "result": {"refund_id": "rfd_1"}},
+                note="succeeded",
+            ),
+        ),
         (
             NeedsReconciliation(status_path="/v1/proposals/prp_1/reconciliation"),
             Notice(
@@ -72,6 +80,12 @@ def test_created_writes_the_card() -> None:
 def test_each_outcome_has_its_message(outcome: Any, notice: Notice) -> None:
     status = "succeeded" if isinstance(outcome, Succeeded) else "failed"
     assert plan(_event("outcome", status=status, outcome=outcome)) == [notice]
+
+
+def test_an_outsized_result_is_not_copied_into_the_conversation() -> None:
+    outcome = Succeeded(result={"blob": "x" * 5000})
+    [notice] = plan(_event("outcome", status="succeeded", outcome=outcome))
+    assert notice.params == {**KIND, "version": 1} and notice.note == "succeeded"
 
 
 def test_a_decline_leaves_its_bounded_reason_as_a_note() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from signoff_agent import prompts, texts
 from signoff_contracts.assistants import Assistant
 from signoff_contracts.operations import LOCALES, Scope
@@ -22,7 +23,48 @@ class Op:
     }
 
 
-OPS = Operations([Op()])  # type: ignore[list-item]
+class Paid(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    amount: int
+    card: str | None = None
+
+
+class PayOp:
+    """An operation's outcome parts only: ``Result`` and its own sentence per locale."""
+
+    kind = "order.pay_back"
+    version = 2
+    reasons: dict[str, Any] = {}
+    Result = Paid
+
+    def parse_result(self, data: Any) -> Paid:
+        return Paid.model_validate(data)
+
+    def render_result(self, result: Paid, locale: str) -> str:
+        said = {"en": "Paid {amount} back to {card}.", "fr": "{amount} rendus sur {card}."}
+        return said[locale].format(amount=result.amount, card=result.card or "?")
+
+
+OPS = Operations([Op(), PayOp()])  # type: ignore[list-item]
+DONE = {"kind": PayOp.kind, "version": 2, "result": {"amount": 35, "card": "4242"}}
+
+
+def test_a_success_says_what_the_operation_did_in_the_readers_locale() -> None:
+    assert texts.render("proposal_succeeded", DONE, "en", OPS) == "Done: Paid 35 back to 4242."
+    assert texts.render("proposal_succeeded", DONE, "fr", OPS) == "C'est fait : 35 rendus sur 4242."
+
+
+def test_a_result_that_cannot_be_parsed_falls_back_to_the_generic_sentence() -> None:
+    generic = texts.MESSAGES["proposal_succeeded"]
+    for params in (
+        {**DONE, "result": {"amount": "lots"}},  # does not parse
+        {**DONE, "result": {}},  # an operator's generic Succeeded({})
+        {**DONE, "version": 9},  # a version this agent does not know
+        {"kind": "no.such_operation", "result": {"amount": 1}},
+        {"kind": PayOp.kind},  # written before results were carried
+    ):
+        for locale in LOCALES:
+            assert texts.render("proposal_succeeded", params, locale, OPS) == generic[locale]
 
 
 def test_every_message_exists_in_every_locale() -> None:
@@ -93,3 +135,22 @@ def test_the_model_gets_bounded_app_written_context() -> None:
     assert rest[-1] == {"role": "user", "content": "latest"}
     assert rest[-2]["role"] == "system" and "(prp_1)" in rest[-2]["content"]
     assert sum(len(m["content"]) for m in rest) <= 1000 and len(rest) < 10
+
+
+def test_the_next_turn_is_told_what_a_success_did() -> None:
+    notes = [SimpleNamespace(code="succeeded", proposal_id="prp_2", params=DONE)]
+    history = [
+        _row(role="app", code="proposal_succeeded", proposal_id="prp_2", params=DONE),
+        _row(content="thanks"),
+    ]
+    budget = prompts.Budget(note_chars=100)
+    _, context, *rest = prompts.build(Helper(), "fr", "", notes, history, OPS, budget)  # type: ignore[arg-type]
+    assert (
+        "prp_2 (order.pay_back) was approved and carried out: Paid 35 back to 4242."
+        in (context["content"])
+    )
+    assert rest[0]["content"] == "Application notice (prp_2): Done: Paid 35 back to 4242."
+    unparsable = SimpleNamespace(code="succeeded", proposal_id="prp_3", params={"kind": "x.y"})
+    assert prompts.note_line(unparsable, OPS, 100).startswith(  # type: ignore[arg-type]
+        "Proposal prp_3 (x.y) was approved and carried out. "
+    )

@@ -97,6 +97,9 @@ class AddNote(LocalOperation[NoteRequest, NoteArguments, NotePreview, NoteResult
     def render_preview(self, preview: NotePreview, locale: Locale) -> RenderedPreview:
         return RenderedPreview(title=f"Note on {preview.board_id}")
 
+    def render_result(self, result: NoteResult, locale: Locale) -> str:
+        return f"Added note {result.note_id}."
+
     async def execute(
         self, arguments: NoteArguments, scope: Scope, ctx: ExecutionContext, conn: Any
     ) -> NoteResult:
@@ -168,6 +171,9 @@ class ChargeBoard(
 
     def render_preview(self, preview: ChargePreview, locale: Locale) -> RenderedPreview:
         return RenderedPreview(title=f"Charge {preview.amount}")
+
+    def render_result(self, result: ChargeResult, locale: Locale) -> str:
+        return f"Charged ({result.charge_ref})."
 
     def open_provider(self) -> AbstractAsyncContextManager[FakeProvider]:
         return self.provider.session()

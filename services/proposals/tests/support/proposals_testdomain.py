@@ -103,6 +103,9 @@ class GrantPoints(LocalOperation[GrantRequest, GrantArguments, GrantPreview, Gra
             lines=[PreviewLine(label="member", value=preview.member_id)],
         )
 
+    def render_result(self, result: GrantResult, locale: Locale) -> str:
+        return f"Balance: {result.balance} points"
+
     async def execute(
         self, arguments: GrantArguments, scope: Scope, ctx: ExecutionContext, conn: Any
     ) -> GrantResult:

@@ -145,6 +145,29 @@ class OperationConformance(AttemptProtocolChecks):
         leaks = probes.leaked_request_text(case.valid_request, preview, rendered)
         assert not leaks, f"rendered request text the preview does not hold: {leaks}"
 
+    async def test_render_result_in_every_locale(
+        self, op: AnyOperation, case: ConformanceCase
+    ) -> None:
+        """The outcome line is the operation's own sentence, from the stored result alone."""
+        arguments = (await resolve_request(op, case, case.valid_request)).arguments
+        run = await run_execution(op, case, new_context(case), arguments)
+        _assert_succeeded(op, run)
+        assert isinstance(run.outcome, Succeeded)
+        stored_result = json.loads(json.dumps(run.outcome.result))
+        problems: dict[str, str] = {}
+        for locale in LOCALES:
+            try:
+                said = op.render_result(op.parse_result(stored_result), locale)
+                again = op.render_result(op.parse_result(stored_result), locale)
+            except Exception as exc:  # the check reports any failure by locale
+                problems[locale] = repr(exc)
+                continue
+            if not isinstance(said, str) or not said.strip():
+                problems[locale] = f"rendered {said!r}"
+            elif said != again:
+                problems[locale] = "rendering must depend on the stored result alone"
+        assert not problems, f"render_result failed: {problems}"
+
     @pytest.mark.parametrize("kind", probes.CORRUPTIONS)
     async def test_corrupted_arguments_fail_to_parse(
         self, op: AnyOperation, case: ConformanceCase, kind: str

@@ -57,6 +57,11 @@ VARIANTS: dict[str, tuple[str, str, set[str]]] = {
         {"test_out_of_scope_requests_are_rejected"},
     ),
     "TestNoteShowingGrant": ("toy_domain.NoteShowingGrant", "GrantCreditCase", RENDER),
+    "TestUntranslatedResultGrant": (
+        "toy_domain.UntranslatedResultGrant",
+        "GrantCreditCase",
+        {"test_render_result_in_every_locale"},
+    ),
     "TestSendVoucher": ("toy_vouchers.SendVoucher", "VoucherCase", set()),
     "TestLateAttemptVoucher": (
         "toy_vouchers.LateAttemptVoucher",

@@ -213,6 +213,10 @@ class GrantCredit(LocalOperation[Any, Any, Any, Any]):
             ],
         )
 
+    def render_result(self, result: Any, locale: Locale) -> str:
+        said = {"en": "Granted {amount} ({id}).", "fr": "Crédit de {amount} accordé ({id})."}
+        return said[locale].format(amount=euros(result.amount_cents), id=result.credit_id)
+
 
 class ExtraFieldsGrant(GrantCredit):
     """Broken: the request silently drops fields it does not know (an amount, say)."""
@@ -254,3 +258,10 @@ class NoteShowingGrant(GrantCredit):
     def render_preview(self, preview: Any, locale: Locale) -> RenderedPreview:
         rendered = super().render_preview(preview, locale)
         return rendered.model_copy(update={"title": f"{rendered.title} — {self.last_note}"})
+
+
+class UntranslatedResultGrant(GrantCredit):
+    """Broken: the outcome is written in English only, so a French reader gets an error."""
+
+    def render_result(self, result: Any, locale: Locale) -> str:
+        return {"en": f"Granted {euros(result.amount_cents)}."}[locale]

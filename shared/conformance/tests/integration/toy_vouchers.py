@@ -199,6 +199,11 @@ class SendVoucher(ExternalOperation[Any, Any, Any, Any, VoucherProvider]):
             lines=[PreviewLine(label=label, value=preview.account_name)],
         )
 
+    def render_result(self, result: Any, locale: Locale) -> str:
+        return {"en": "Sent voucher {code}.", "fr": "Bon {code} envoyé."}[locale].format(
+            code=result.code
+        )
+
 
 class LateAttemptVoucher(SendVoucher):
     """Broken: the attempt is stored only with the answer — a crash mid-call leaves no trace."""

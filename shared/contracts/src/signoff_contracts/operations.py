@@ -17,6 +17,8 @@ part                      used by                     contract
 ``begin_attempt`` …       executor                    external effect, the attempt protocol
 ``reconcile``             reconciler                  ask the provider what became of it
 ``render_preview``        agent, web                  the fixed human view, per locale
+``render_result``         agent, web                  what was done, per locale, from the
+                                                      stored ``Succeeded.result``
 ========================  ==========================  ========================================
 
 A subclass missing a part fails in ``check_operation`` when operations are loaded (start-up),
@@ -182,6 +184,16 @@ class Operation(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT]):
     @abstractmethod
     def render_preview(self, preview: PreviewT, locale: Locale) -> RenderedPreview:
         """The operation's own fixed template for ``preview``; never model-written text."""
+
+    @abstractmethod
+    def render_result(self, result: ResultT, locale: Locale) -> str:
+        """What was done, in one sentence of the person's words, from the ``Result`` the
+        operation returned (``execute`` / ``record`` / ``reconcile``) — never recomputed.
+        The card, the hand-back message and the next turn's context show it; a stored result
+        that no longer parses falls back to the lifecycle's generic sentence there."""
+
+    def parse_result(self, data: Any) -> ResultT:
+        return self.Result.model_validate(data)  # type: ignore[return-value]
 
     def parse_request(self, data: Any) -> RequestT:
         refuse_nul(self.Request, data)

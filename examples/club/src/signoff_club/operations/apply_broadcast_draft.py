@@ -10,6 +10,8 @@ Another draft applied (or the form edited) after this one was prepared: the form
 ``revision`` has moved, and this draft fails closed with ``broadcast_changed`` rather than
 overwrite work the manager never saw. Applying is idempotent by proposal id: the form
 remembers ``applied_proposal_id``, and a repeated execute returns the same result unchanged.
+The result names the form, the subject and the audience count applied (``render_result`` says
+them back) and the facts re-checked before applying (``RECHECKED``).
 """
 
 from __future__ import annotations
@@ -83,11 +85,21 @@ class DraftPreview(BaseModel):
     body: str
 
 
+#: the facts ``revalidate`` proves again before the draft is applied
+RECHECKED: tuple[str, ...] = ("broadcast_exists", "form_revision", "segments", "audience_count")
+
+
 class DraftResult(BaseModel):
+    """What was applied. Fields after ``audience_count`` came later and default, so results
+    stored before them still parse."""
+
     model_config = ConfigDict(frozen=True)
 
     broadcast_id: str
     audience_count: int
+    broadcast_name: str | None = None
+    subject: str | None = None
+    rechecked: tuple[str, ...] = ()
 
 
 _TEXT: dict[Locale, dict[str, str]] = {
@@ -99,6 +111,10 @@ _TEXT: dict[Locale, dict[str, str]] = {
         "audience_value": "{count} people",
         "subject": "Subject",
         "body": "Message",
+        "done": "Copied the draft into the form “{form}”: subject “{subject}”, {count} "
+        "recipients. Nothing was sent.",
+        "done_unnamed": "Copied the draft into the broadcast form ({form}) for {count} "
+        "recipients. Nothing was sent.",
     },
     "fr": {
         "title": "Copier ce brouillon dans le formulaire d'envoi (rien n'est envoyé)",
@@ -108,6 +124,10 @@ _TEXT: dict[Locale, dict[str, str]] = {
         "audience_value": "{count} personnes",
         "subject": "Objet",
         "body": "Message",
+        "done": "Brouillon copié dans le formulaire « {form} » : objet « {subject} », {count} "
+        "destinataires. Rien n'a été envoyé.",
+        "done_unnamed": "Brouillon copié dans le formulaire d'envoi ({form}) pour {count} "
+        "destinataires. Rien n'a été envoyé.",
     },
 }
 
@@ -201,7 +221,13 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
         if form is None:
             raise LookupError(f"broadcast {scope.resource_id} vanished after revalidation")
         if form.applied_proposal_id == ctx.proposal_id:
-            return DraftResult(broadcast_id=form.id, audience_count=form.audience_count)
+            return DraftResult(
+                broadcast_id=form.id,
+                audience_count=form.audience_count,
+                broadcast_name=form.name,
+                subject=form.subject,
+                rechecked=RECHECKED,
+            )
         b = t.broadcast_forms
         await conn.execute(
             update(b)
@@ -217,7 +243,13 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
                 updated_at=func.now(),
             )
         )
-        return DraftResult(broadcast_id=form.id, audience_count=arguments.audience_count)
+        return DraftResult(
+            broadcast_id=form.id,
+            audience_count=arguments.audience_count,
+            broadcast_name=form.name,
+            subject=arguments.subject,
+            rechecked=RECHECKED,
+        )
 
     def render_preview(self, preview: DraftPreview, locale: Locale) -> RenderedPreview:
         text = _TEXT[locale]
@@ -230,6 +262,16 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
         }
         lines = [PreviewLine(label=text[key], value=value) for key, value in values.items()]
         return RenderedPreview(title=text["title"], lines=lines)
+
+    def render_result(self, result: DraftResult, locale: Locale) -> str:
+        text = _TEXT[locale]
+        if result.broadcast_name is None or result.subject is None:
+            return text["done_unnamed"].format(
+                form=result.broadcast_id, count=result.audience_count
+            )
+        return text["done"].format(
+            form=result.broadcast_name, subject=result.subject, count=result.audience_count
+        )
 
 
 async def _form(conn: AsyncConnection, scope: Scope, *, lock: bool) -> Any:

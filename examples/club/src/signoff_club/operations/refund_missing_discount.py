@@ -23,6 +23,19 @@ concurrent refund fails revalidation; ``perform`` calls the card provider once w
 refund, the payment, the line and the order total (and the credit) in the transaction that
 stores the outcome, which is what keeps a local refund atomic with its outcome. A refused or
 never-applied attempt releases its reservation and asks for a revision.
+
+Product configuration: in the club, a product's configuration is its catalog row — name and
+unit price now — with the discount rule the refund corrects on it (kind and value), as stored
+(``signoff_club.domain.product_configuration``). ``resolve`` freezes its fingerprint into the
+arguments and shows, as ``product_configuration_unchanged``, whether the catalog still sells
+the product at the price the line was bought at; ``revalidate`` recomputes the fingerprint and
+fails closed with ``product_configuration_changed`` when it moved (or, for a contract frozen
+before the fingerprint existed, when there is nothing to compare). The facts re-checked at
+execution (``RECHECKED``) are recorded in every successful result.
+
+Outcome: ``render_result`` says what the stored result says was done — the amount, where it
+went (the card's last four digits when the payment kept them), the refund's id and the order
+total after it — never recomputed from today's records.
 """
 
 from __future__ import annotations
@@ -76,6 +89,7 @@ from signoff_club.domain import (
 )
 from signoff_club.refunds import (
     Answer,
+    Applied,
     AppliedLocally,
     Declined,
     GivenUp,
@@ -124,6 +138,9 @@ class RefundArguments(BaseModel):
     destination: Destination
     payment_ref: str | None = None
     order_total_cents: int = Field(ge=0)
+    #: the product's configuration fingerprint when resolved (module docstring); ``None`` in
+    #: contracts frozen before it existed, which revalidation refuses
+    product_configuration: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 
 class RefundPreview(BaseModel):
@@ -138,10 +155,27 @@ class RefundPreview(BaseModel):
     current_order_total_cents: int
     resulting_order_total_cents: int
     destination: Destination
+    #: the catalog still sells the product at the line's price (derived by ``resolve``)
     product_configuration_unchanged: bool = True
 
 
+#: the facts ``revalidate`` proves again at execution, recorded in every successful result
+RECHECKED: tuple[str, ...] = (
+    "order_payment_line_and_discount_exist",
+    "discount_owed_and_not_applied",
+    "amount",
+    "refundable_amount",
+    "no_refund_in_progress",
+    "order_total",
+    "destination",
+    "product_configuration",
+)
+
+
 class RefundResult(BaseModel):
+    """What the refund became. Fields after ``resulting_order_total_cents`` came later and
+    default, so results stored before them still parse."""
+
     model_config = ConfigDict(frozen=True)
 
     refund_id: str
@@ -149,6 +183,9 @@ class RefundResult(BaseModel):
     currency: str
     destination: Destination
     resulting_order_total_cents: int
+    provider_refund_id: str | None = None
+    card_last4: str | None = None
+    rechecked: tuple[str, ...] = ()
 
 
 _TEXT: dict[Locale, dict[str, Any]] = {
@@ -171,7 +208,20 @@ _TEXT: dict[Locale, dict[str, Any]] = {
             "account_credit": "Credit on the participant's account",
             "e_transfer_return": "E-transfer back to the payer (sent by the treasurer)",
         },
-        "unchanged": {True: "Unchanged", False: "Changed"},
+        "unchanged": {
+            True: "Unchanged since the sale",
+            False: "Changed since the sale (the catalog price differs)",
+        },
+        "done": {
+            "card_refund": "Refunded {amount} to {card} (refund {ref}); "
+            "the order total is now {total}.",
+            "account_credit": "Credited {amount} to the participant's account (refund {ref}); "
+            "the order total is now {total}.",
+            "e_transfer_return": "Recorded a {amount} e-transfer back to the payer for the "
+            "treasurer to send (refund {ref}); the order total is now {total}.",
+        },
+        "card": "the card ending {last4}",
+        "card_unknown": "the card that paid",
     },
     "fr": {
         "title": "Rembourser une remise oubliée",
@@ -192,7 +242,20 @@ _TEXT: dict[Locale, dict[str, Any]] = {
             "account_credit": "Crédit au compte du participant",
             "e_transfer_return": "Virement au payeur (envoyé par la trésorerie)",
         },
-        "unchanged": {True: "Inchangée", False: "Modifiée"},
+        "unchanged": {
+            True: "Inchangée depuis la vente",
+            False: "Modifiée depuis la vente (le prix catalogue diffère)",
+        },
+        "done": {
+            "card_refund": "{amount} remboursés sur {card} (remboursement {ref}) ; "
+            "le total de la commande est maintenant de {total}.",
+            "account_credit": "{amount} crédités au compte du participant (remboursement {ref}) ; "
+            "le total de la commande est maintenant de {total}.",
+            "e_transfer_return": "Virement de {amount} au payeur enregistré, à envoyer par la "
+            "trésorerie (remboursement {ref}) ; le total de la commande est maintenant de {total}.",
+        },
+        "card": "la carte se terminant par {last4}",
+        "card_unknown": "la carte qui a payé",
     },
 }
 
@@ -250,6 +313,12 @@ REASONS: dict[str, dict[Locale, str]] = {
         "{previous_total_cents}.",
         "fr": "Le total de la commande est maintenant de {current_total_cents} cents au lieu de "
         "{previous_total_cents}.",
+    },
+    "product_configuration_changed": {
+        "en": "The product's configuration (its name, its price or the discount's rule) "
+        "changed since the proposal was prepared, or could not be confirmed.",
+        "fr": "La configuration du produit (son nom, son prix ou la règle de la remise) a "
+        "changé depuis la préparation de la proposition, ou n'a pas pu être confirmée.",
     },
     "refund_declined": {
         "en": "The card provider declined the refund ({provider_code}).",
@@ -325,6 +394,7 @@ class RefundMissingDiscount(
             destination=destination,
             payment_ref=facts.payment_ref if destination == "card_refund" else None,
             order_total_cents=facts.order_total,
+            product_configuration=facts.product_configuration(),
         )
         preview = RefundPreview(
             participant_name=facts.participant_name,
@@ -336,6 +406,7 @@ class RefundMissingDiscount(
             current_order_total_cents=facts.order_total,
             resulting_order_total_cents=facts.order_total - amount,
             destination=destination,
+            product_configuration_unchanged=facts.product_unchanged_since_sale(),
         )
         return Resolved(arguments, preview)
 
@@ -390,6 +461,8 @@ class RefundMissingDiscount(
                 code="destination_unsupported",
                 params={"payment_method": facts.method, "destination": arguments.destination},
             )
+        if facts.product_configuration() != arguments.product_configuration:
+            return Reason(code="product_configuration_changed")
         return None
 
     def open_provider(self) -> AbstractAsyncContextManager[CardProviderClient]:
@@ -507,6 +580,24 @@ class RefundMissingDiscount(
         ]
         return RenderedPreview(title=text["title"], lines=lines)
 
+    def render_result(self, result: RefundResult, locale: Locale) -> str:
+        text = _TEXT[locale]
+
+        def money(cents: int) -> str:
+            return format_money(cents, result.currency, locale)
+
+        card = (
+            text["card"].format(last4=result.card_last4)
+            if result.card_last4
+            else text["card_unknown"]
+        )
+        return str(text["done"][result.destination]).format(
+            amount=money(result.amount_cents),
+            card=card,
+            ref=result.provider_refund_id or result.refund_id,
+            total=money(result.resulting_order_total_cents),
+        )
+
 
 async def _conclude(
     conn: AsyncConnection, attempt_id: str, answer: Answer | GivenUp
@@ -527,13 +618,16 @@ async def _conclude(
     outcome: OperationOutcome
     if isinstance(answer, Refunded | AppliedLocally):
         provider_refund_id = answer.provider_refund_id if isinstance(answer, Refunded) else None
-        refund_id, total = await refunds.apply(conn, attempt, provider_refund_id)
+        applied: Applied = await refunds.apply(conn, attempt, provider_refund_id)
         result = RefundResult(
-            refund_id=refund_id,
+            refund_id=applied.refund_id,
             amount_cents=attempt.amount_cents,
             currency=attempt.currency,
             destination=attempt.destination,
-            resulting_order_total_cents=total,
+            resulting_order_total_cents=applied.order_total_cents,
+            provider_refund_id=provider_refund_id,
+            card_last4=applied.card_last4,
+            rechecked=RECHECKED,
         )
         status, outcome = "succeeded", Succeeded(result=result.model_dump(mode="json"))
     elif isinstance(answer, Declined):
