@@ -1,4 +1,4 @@
-"""What a person does: open an assistant, talk, and decide (approve, decline, edit, answer).
+"""What a person does: open an assistant, talk, decide (approve, decline, edit, answer), withdraw.
 
 Every form is checked for the session's CSRF token first. Decisions go to the proposals service
 as AMQP commands carrying only opaque ids and the person's proposals-audience token; the reply
@@ -21,6 +21,7 @@ from signoff_contracts.v1 import (
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
+    WithdrawProposal,
 )
 from signoff_runtime.registry import UnknownOperation
 
@@ -92,6 +93,19 @@ async def decline(request: Request, proposal_id: str) -> Response:
     check_csrf(who, form)
     reason = form.get("reason", "").strip()[:500] or None
     command = DeclineProposal(
+        token=tokens(request, who).proposals, proposal_id=proposal_id, reason=reason, source="web"
+    )
+    return await _send(request, command, form)
+
+
+@router.post("/proposals/{proposal_id}/withdraw")
+async def withdraw(request: Request, proposal_id: str) -> Response:
+    """The proposer takes their pending proposal back (or a manager does, for them)."""
+    who = session(request)
+    form = await _form(request)
+    check_csrf(who, form)
+    reason = form.get("reason", "").strip()[:500] or None
+    command = WithdrawProposal(
         token=tokens(request, who).proposals, proposal_id=proposal_id, reason=reason, source="web"
     )
     return await _send(request, command, form)

@@ -3,7 +3,8 @@
 A proposal card renders its frozen preview with ``render_preview`` in the viewer's locale —
 never model-written text. Whether the approve and decline buttons appear is the operation's own
 ``authorize`` for the viewer's role (the proposals service decides again on every command; the
-buttons are only a courtesy). A finished card has no actions at all.
+buttons are only a courtesy). The withdraw button appears on one's own pending proposals. A
+finished card has no actions at all.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from signoff_web import texts
 from signoff_web.richtext import markdown as markdown  # model text, links made safe
 from signoff_web.sessions import Session
 
-FINAL = {"succeeded", "failed", "declined", "expired", "superseded", "revision_required"}
+FINAL = {
+    "succeeded",
+    "failed",
+    "declined",
+    "withdrawn",
+    "expired",
+    "superseded",
+    "revision_required",
+}
 
 
 def proposal(view: dict[str, Any], session: Session, operations: Operations) -> dict[str, Any]:
@@ -37,6 +46,8 @@ def proposal(view: dict[str, Any], session: Session, operations: Operations) -> 
         "title": view["operation_kind"],
         "lines": [],
         "can_decide": False,
+        # the proposer may take their own pending proposal back (the service checks again)
+        "can_withdraw": status == "pending" and view.get("requested_by") == session.user_id,
         "edit_fields": [],
     }
     try:

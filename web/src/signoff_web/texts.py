@@ -56,6 +56,7 @@ UI: dict[str, dict[Locale, str]] = {
     "thinking": {"en": "The assistant is answering…", "fr": "L'assistant répond…"},
     "approve": {"en": "Approve", "fr": "Approuver"},
     "decline": {"en": "Decline", "fr": "Refuser"},
+    "withdraw": {"en": "Withdraw my proposal", "fr": "Retirer ma proposition"},
     "reason": {"en": "Reason (optional)", "fr": "Motif (facultatif)"},
     "edit": {"en": "Edit", "fr": "Modifier"},
     "save_edit": {"en": "Prepare a new proposal", "fr": "Préparer une nouvelle proposition"},
@@ -198,6 +199,7 @@ STATUS: dict[str, dict[Locale, str]] = {
     "succeeded": {"en": "succeeded", "fr": "réussie"},
     "failed": {"en": "failed", "fr": "échouée"},
     "declined": {"en": "declined", "fr": "refusée"},
+    "withdrawn": {"en": "withdrawn", "fr": "retirée"},
     "expired": {"en": "expired", "fr": "expirée"},
     "superseded": {"en": "superseded", "fr": "remplacée"},
     "needs_reconciliation": {"en": "needs reconciliation", "fr": "à vérifier"},
@@ -212,6 +214,7 @@ NOTICES: dict[str, dict[Locale, str]] = {
         "fr": "Approuvée : exécution en cours.",
     },
     "declined": {"en": "Declined.", "fr": "Refusée."},
+    "withdrawn": {"en": "Withdrawn.", "fr": "Retirée."},
     "revised": {
         "en": "A new proposal replaces the old one.",
         "fr": "Une nouvelle proposition remplace l'ancienne.",

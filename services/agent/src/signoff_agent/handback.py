@@ -3,9 +3,9 @@
 The model is not resumed. Each event with something to say becomes exactly one app-authored
 message, stored as a code with parameters (rendered in each viewer's locale when read) and
 unique per ``(proposal or pause point, kind)``, so a duplicate event writes nothing. A decline's
-reason and a revision required also leave a *note*: bounded context for the model on the
-person's next message. A pause point's resolution becomes a synthetic user message and a turn
-waiting to run.
+(or a withdrawal's) reason and a revision required also leave a *note*: bounded context for the
+model on the person's next message. A pause point's resolution becomes a synthetic user message
+and a turn waiting to run.
 
 ``plan`` decides (pure); ``apply`` writes, in the consumer's transaction.
 """
@@ -64,6 +64,11 @@ def plan(event: ProposalEvent) -> list[Notice]:
         reason = (view.decline_reason or "")[:_DECLINE_CHARS]
         params = {**kind, "decline_reason": reason or None}
         return [Notice("declined", "proposal_declined", params, note="declined")]
+    if event.event == "decided" and view.status == "withdrawn":
+        # a withdrawal is answered like a decline: the proposer (or a manager) took it back
+        reason = (view.decline_reason or "")[:_DECLINE_CHARS]
+        params = {**kind, "decline_reason": reason or None}
+        return [Notice("withdrawn", "proposal_withdrawn", params, note="withdrawn")]
     if event.event == "outcome" and view.outcome is not None:
         return [_outcome_notice(view.outcome, kind)]
     return []

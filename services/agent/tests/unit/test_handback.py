@@ -80,6 +80,15 @@ def test_a_decline_leaves_its_bounded_reason_as_a_note() -> None:
     assert notice.params["decline_reason"] == "x" * 500
 
 
+def test_a_withdrawal_is_answered_like_a_decline() -> None:
+    [notice] = plan(_event("decided", status="withdrawn", decline_reason="wrong order"))
+    assert notice == Notice(
+        "withdrawn", "proposal_withdrawn", {**KIND, "decline_reason": "wrong order"}, "withdrawn"
+    )
+    [bare] = plan(_event("decided", status="withdrawn"))
+    assert bare.params["decline_reason"] is None and bare.note == "withdrawn"
+
+
 def test_events_with_nothing_to_say_write_nothing() -> None:
     assert plan(_event("decided", status="executing")) == []
     assert plan(_event("executing", status="executing")) == []

@@ -93,3 +93,11 @@ def test_the_model_gets_bounded_app_written_context() -> None:
     assert rest[-1] == {"role": "user", "content": "latest"}
     assert rest[-2]["role"] == "system" and "(prp_1)" in rest[-2]["content"]
     assert sum(len(m["content"]) for m in rest) <= 1000 and len(rest) < 10
+
+
+def test_a_withdrawal_renders_with_and_without_its_reason() -> None:
+    said = texts.render("proposal_withdrawn", {"decline_reason": "Wrong order"}, "fr", OPS)
+    assert said == "La proposition a été retirée : « Wrong order »"
+    assert texts.render("proposal_withdrawn", {"decline_reason": None}, "en", OPS) == (
+        "The proposal was withdrawn."
+    )

@@ -26,6 +26,7 @@ from signoff_contracts.v1 import (
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
+    WithdrawProposal,
 )
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token
@@ -43,6 +44,7 @@ COMMAND_NAMES = {
     "approval.decline": "decline",
     "approval.revise": "revise",
     "approval.resolve": "resolve",
+    "approval.withdraw": "withdraw",
 }
 
 
@@ -70,6 +72,8 @@ async def _dispatch(ctx: Context, tx: repo.Tx, command: ApprovalCommand) -> Appr
         return await decide.approve(ctx, tx, command.token, command.proposal_id)
     if isinstance(command, DeclineProposal):
         return await decide.decline(ctx, tx, command.token, command.proposal_id, command.reason)
+    if isinstance(command, WithdrawProposal):
+        return await decide.withdraw(ctx, tx, command.token, command.proposal_id, command.reason)
     if isinstance(command, ReviseProposal):
         return await revisions.revise(ctx, tx, command.token, command.proposal_id, command.request)
     assert isinstance(command, ResolvePausePoint)

@@ -12,6 +12,7 @@ from signoff_contracts.v1.approvals import (
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
+    WithdrawProposal,
     approval_command_adapter,
 )
 from signoff_contracts.v1.envelope import Envelope
@@ -47,6 +48,7 @@ MESSAGES: dict[str, type[Envelope]] = {
         DeclineProposal,
         ReviseProposal,
         ResolvePausePoint,
+        WithdrawProposal,
         ApprovalReply,
         ExecutionContract,
         OutcomeReported,
@@ -87,5 +89,6 @@ __all__ = [
     "ResolveReply",
     "ResolveRequested",
     "ReviseProposal",
+    "WithdrawProposal",
     "approval_command_adapter",
 ]
