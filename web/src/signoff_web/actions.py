@@ -9,6 +9,7 @@ forged post reaches the proposals service, which refuses what the person's role 
 from __future__ import annotations
 
 import html
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -138,9 +139,17 @@ async def resolve(request: Request, pause_point_id: str) -> Response:
     if action not in ("approve", "decline", "option", "data"):
         raise HTTPException(422, "action")
     data = None
-    if action == "data":
+    payload: dict[str, Any] | None = None
+    edited = form.get("payload")
+    if action == "data" or edited is not None:
         view = await apis(request).pause_point(tokens(request, who), pause_point_id)
-        data = cards.coerce(cards.schema_fields(view.get("form_schema") or {}), form)
+        if action == "data":
+            data = cards.coerce(cards.schema_fields(view.get("form_schema") or {}), form)
+        if edited is not None:
+            try:
+                payload = _edited_payload(edited, view.get("payload"))
+            except ValueError:
+                return _back(local_path(form.get("next"), "/inbox"), "invalid", "bad_payload", 422)
     command = ResolvePausePoint(
         token=tokens(request, who).proposals,
         pause_point_id=pause_point_id,
@@ -148,9 +157,19 @@ async def resolve(request: Request, pause_point_id: str) -> Response:
         option=form.get("option") or None,
         data=data,
         reply=form.get("reply", "").strip()[:2000] or None,
+        payload=payload,
         source="web",
     )
     return await _send(request, command, form)
+
+
+def _edited_payload(text: str, original: Any) -> dict[str, Any] | None:
+    """The person's edit of the payload (a JSON object), or ``None`` when they left it as it
+    was: only an edit travels as the payload override. ``ValueError`` if it is no object."""
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("the payload must be a JSON object")
+    return None if value == original else value
 
 
 async def _send(request: Request, command: ApprovalCommand, form: dict[str, Any]) -> Response:

@@ -9,6 +9,7 @@ finished card has no actions at all.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from signoff_contracts.operations import Actor, Locale, Scope
@@ -98,7 +99,17 @@ def pause_point(view: dict[str, Any], session: Session) -> dict[str, Any]:
         "resolution": view.get("resolution"),
         "fields": schema_fields(view.get("form_schema") or {}),
         "can_decide": status == "pending",
+        # shown as data (the template escapes it) and, while pending, editable before answering
+        "payload": payload_text(view.get("payload")),
+        "edited_payload": payload_text((view.get("resolution") or {}).get("payload")),
     }
+
+
+def payload_text(payload: Any) -> str | None:
+    """A payload as the card shows and edits it: indented JSON (``None``: there is none)."""
+    if payload is None:
+        return None
+    return json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True)
 
 
 def schema_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:

@@ -57,6 +57,8 @@ UI: dict[str, dict[Locale, str]] = {
     "approve": {"en": "Approve", "fr": "Approuver"},
     "decline": {"en": "Decline", "fr": "Refuser"},
     "withdraw": {"en": "Withdraw my proposal", "fr": "Retirer ma proposition"},
+    "payload": {"en": "Details (you may edit them)", "fr": "Détails (modifiables)"},
+    "payload_edited": {"en": "Details as edited:", "fr": "Détails modifiés :"},
     "reason": {"en": "Reason (optional)", "fr": "Motif (facultatif)"},
     "edit": {"en": "Edit", "fr": "Modifier"},
     "save_edit": {"en": "Prepare a new proposal", "fr": "Préparer une nouvelle proposition"},

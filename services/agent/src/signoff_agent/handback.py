@@ -205,5 +205,8 @@ def resolution_text(view: PausePointView) -> str:
         said = "Entered: " + json.dumps(resolution.get("data") or {}, ensure_ascii=False)[:4000]
     else:
         said = "Answered: " + json.dumps(resolution, ensure_ascii=False)[:4000]
+    edited = resolution.get("payload")
+    if edited is not None:  # the person's payload override: what they approved, as they left it
+        said += " With the payload edited to: " + json.dumps(edited, ensure_ascii=False)[:4000]
     reply = resolution.get("reply")
     return f"{head} {said}" + (f"\n{str(reply)[:2000]}" if reply else "")

@@ -111,3 +111,23 @@ def test_a_resolution_reads_as_the_persons_answer() -> None:
     text = resolution_text(view)
     assert text.startswith("[Answer to “Which season?”]")
     assert '"season": "fall"' in text and text.endswith("\nthanks")
+    assert "edited" not in text
+
+
+def test_an_edited_payload_appears_in_the_synthetic_message() -> None:
+    view = PausePointView(
+        id="pp_1",
+        organization_id="org_1",
+        title="Send the newsletter?",
+        description="",
+        kind="approval",
+        status="resolved",
+        created_at=NOW,
+        expires_at=NOW + timedelta(hours=1),
+        payload={"subject": "Spring"},
+        resolution={"action": "approve", "payload": {"subject": "Spring (final)"}},
+    )
+    assert resolution_text(view) == (
+        "[Answer to “Send the newsletter?”] Approved. "
+        'With the payload edited to: {"subject": "Spring (final)"}'
+    )

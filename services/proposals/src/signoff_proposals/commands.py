@@ -31,7 +31,7 @@ from signoff_contracts.v1 import (
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token
 
-from signoff_proposals import decide, pause_points, revisions
+from signoff_proposals import decide, pause_points, revisions, withdrawals
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.domain import Answer
@@ -73,11 +73,15 @@ async def _dispatch(ctx: Context, tx: repo.Tx, command: ApprovalCommand) -> Appr
     if isinstance(command, DeclineProposal):
         return await decide.decline(ctx, tx, command.token, command.proposal_id, command.reason)
     if isinstance(command, WithdrawProposal):
-        return await decide.withdraw(ctx, tx, command.token, command.proposal_id, command.reason)
+        return await withdrawals.withdraw(
+            ctx, tx, command.token, command.proposal_id, command.reason
+        )
     if isinstance(command, ReviseProposal):
         return await revisions.revise(ctx, tx, command.token, command.proposal_id, command.request)
     assert isinstance(command, ResolvePausePoint)
-    resolution = Resolution(command.action, command.option, command.data, command.reply)
+    resolution = Resolution(
+        command.action, command.option, command.data, command.reply, command.payload
+    )
     return await pause_points.resolve(ctx, tx, command.token, command.pause_point_id, resolution)
 
 

@@ -1,4 +1,4 @@
-"""Approving, declining, withdrawing: the one code path behind HTTP and AMQP approval commands.
+"""Approving and declining: the one code path behind both HTTP and AMQP approval commands.
 
 Every decision re-checks, in this order: the token; the person's *current* membership of the
 token's organization (through the domain's directory — a token outlives a membership); that the
@@ -8,12 +8,8 @@ the operation's ``Arguments``; and the operation's ``authorize``. Only then does
 UPDATE claim it — and the audit row, the signed execution contract and the event are written in
 that same transaction, so a claim without its contract (or the reverse) cannot exist.
 
-Refusals that concern a real proposal of the person's organization are audited.
-
-A withdrawal is a decline by the other side: the person who proposed it (still a member of its
-organization) or anyone the operation's ``authorize`` would let decide it (a manager) takes a
-pending proposal back; it becomes ``withdrawn``, audited, and announced as ``decided`` so the
-conversation is answered the way a decline is.
+Refusals that concern a real proposal of the person's organization are audited. Withdrawing
+(``withdrawals``) follows the same admission.
 """
 
 from __future__ import annotations
@@ -81,7 +77,7 @@ async def decline(
         return reply(answer, row)
     if row.lapsed:
         return await after_lost_claim(ctx, tx, row.id)
-    op = _operation(ctx, row)
+    op = operation_of(ctx, row)
     # Declining executes nothing: an operation no longer installed cannot vouch for a role, and
     # that must not leave its proposals undeclinable.
     if op is not None and not op.authorize(actor_of(admitted), scope_of(row)):
@@ -111,56 +107,6 @@ async def decline(
     )
     await announce(ctx, tx, "decided", declined)
     return reply(domain.DECLINED, declined)
-
-
-async def withdraw(
-    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, reason: str | None = None
-) -> ApprovalReply:
-    admitted = await admit(ctx, tx, token, proposal_id, "withdraw")
-    if isinstance(admitted, ApprovalReply):
-        return admitted
-    row = admitted.row
-    if (answer := domain.answer_for(ProposalStatus(row.status))) is not None:
-        return reply(answer, row)
-    if row.lapsed:
-        return await after_lost_claim(ctx, tx, row.id)
-    proposer = row.requested_by == admitted.claims.sub
-    # SIGNOFF_UNSAFE__WITHDRAW_ANYONES (tests only): any member may withdraw
-    anyone = ctx.settings.unsafe.withdraw_anyones
-    op = _operation(ctx, row)
-    manager = op is not None and op.authorize(actor_of(admitted), scope_of(row))
-    if not (proposer or manager or anyone):
-        return await forbidden(tx, admitted, "withdraw")
-    withdrawn = await repo.transition(
-        tx,
-        row.id,
-        expected=[PENDING],
-        to=ProposalStatus.WITHDRAWN,
-        unexpired=True,
-        values={
-            "decided_by": admitted.claims.sub,
-            "decided_at": repo.DB_CLOCK,
-            "decline_reason": reason,
-        },
-    )
-    if withdrawn is None:
-        return await after_lost_claim(ctx, tx, row.id)
-    detail: dict[str, Any] = {
-        "as": "proposer" if proposer else "manager" if manager else "anyone (unsafe)"
-    }
-    if reason:
-        detail["reason"] = reason
-    await repo.write_audit(
-        tx,
-        row.id,
-        actor=admitted.claims.sub,
-        action="withdrawn",
-        from_status=PENDING,
-        to_status=ProposalStatus.WITHDRAWN,
-        detail=detail,
-    )
-    await announce(ctx, tx, "decided", withdrawn)
-    return reply(domain.WITHDRAWN, withdrawn)
 
 
 async def admit(
@@ -324,7 +270,7 @@ def reply(answer: Answer, row: Row[Any] | None = None) -> ApprovalReply:
     )
 
 
-def _operation(ctx: Context, row: Row[Any]) -> AnyOperation | None:
+def operation_of(ctx: Context, row: Row[Any]) -> AnyOperation | None:
     try:
         return ctx.operations.get(row.operation_kind, row.contract_version)
     except UnknownOperation:

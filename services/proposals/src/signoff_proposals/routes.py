@@ -20,7 +20,7 @@ from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime.problems import Problem
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, bearer, verify_token_async
 
-from signoff_proposals import decide, domain
+from signoff_proposals import decide, domain, withdrawals
 from signoff_proposals import reconciliation as reconciliation_checks
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
@@ -112,7 +112,7 @@ def router(ctx: Context) -> APIRouter:
         """The proposer (or a manager) takes a pending proposal back: ``withdrawn``."""
         reason = body.reason if body is not None else None
         async with repo.unit_of_work(ctx.engine) as tx:
-            reply = await decide.withdraw(ctx, tx, bearer(authorization), proposal_id, reason)
+            reply = await withdrawals.withdraw(ctx, tx, bearer(authorization), proposal_id, reason)
         return _respond("withdraw", reply)
 
     return api

@@ -165,6 +165,8 @@ class UnsafeSettings(BaseModel):
     trust_agent_contract: bool = False
     #: a withdrawal skips the proposer-or-manager check: any member withdraws any pending proposal
     withdraw_anyones: bool = False
+    #: anyone of the organization may answer any pause point: the owner-only rule is off
+    anyone_answers_pause_points: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""

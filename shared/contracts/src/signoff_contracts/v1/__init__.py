@@ -23,6 +23,7 @@ from signoff_contracts.v1.execution import (
     ReconciliationRequired,
 )
 from signoff_contracts.v1.pause_points import (
+    AnswerableBy,
     PausePointKind,
     PausePointRequested,
     PausePointRequestReply,
@@ -65,6 +66,7 @@ MESSAGES: dict[str, type[Envelope]] = {
 
 __all__ = [
     "MESSAGES",
+    "AnswerableBy",
     "ApprovalCommand",
     "ApprovalReply",
     "ApprovalResult",

@@ -56,6 +56,8 @@ class ResolvePausePoint(_Command):
     option: str | None = Field(default=None, max_length=200)
     data: dict[str, Any] | None = None
     reply: str | None = Field(default=None, max_length=2000)
+    #: the person's edit of the pause point's ``payload`` (the payload override)
+    payload: dict[str, Any] | None = None
 
 
 ApprovalCommand = Annotated[
