@@ -193,6 +193,30 @@ async def test_a_decline_reason_is_in_the_next_turns_context(stack: Stack) -> No
         assert second["preview"]["destination"] == "account_credit"
 
 
+async def test_a_withdrawal_is_answered_in_the_conversation_like_a_decline(stack: Stack) -> None:
+    person = await _manager(stack)
+    viewer = Person(stack, person.org, "viewer")
+    async with model_admin(stack, "club.order_demo"):
+        conversation = await person.open()
+        first = _card(await person.say(conversation, "Check the discounts."))
+        refused = await stack.http.post(
+            viewer.proposals(f"/v1/proposals/{first}/withdraw"), json={}, headers=viewer.headers
+        )
+        assert refused.status_code == 403  # neither its proposer nor a manager
+        withdrawn = await stack.http.post(
+            person.proposals(f"/v1/proposals/{first}/withdraw"),
+            json={"reason": "Wrong order"},
+            headers=person.headers,
+        )
+        assert withdrawn.status_code == 200 and withdrawn.json()["result"] == "withdrawn"
+        [told] = await person.message_with(conversation, "proposal_withdrawn")
+        assert "Wrong order" in told["text"]
+        shown = await person.proposal(first)
+        assert shown["status"] == "withdrawn"
+        assert [e["action"] for e in shown["audit"]][-1] == "withdrawn"
+        assert (await person.approve(first)).status_code == 409
+
+
 async def test_a_revision_supersedes_the_card_and_a_claimed_proposal_cannot_be_revised(
     stack: Stack,
 ) -> None:

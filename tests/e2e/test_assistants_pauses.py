@@ -149,3 +149,60 @@ async def test_invalid_pause_arguments_go_back_to_the_model(stack: Stack) -> Non
         "SELECT count(*) FROM proposals.pause_points WHERE conversation_id = :c", c=conversation
     )
     assert stored == 0
+
+
+async def _inbox(person: Person) -> list[str]:
+    page = await person.stack.http.get(person.proposals("/v1/pause-points"), headers=person.headers)
+    assert page.status_code == 200, page.text
+    return [item["id"] for item in page.json()["items"]]
+
+
+async def test_only_the_person_asked_may_answer_and_their_edited_payload_reaches_the_model(
+    stack: Stack,
+) -> None:
+    org = (await stack.seed())["organizations"][0]
+    manager, viewer = Person(stack, org), Person(stack, org, "viewer")
+    async with model_admin(stack, "club.pause_approval") as model:
+        conversation = await manager.open()
+        pause_point_id = await _asked(manager, conversation)
+        # owner-only (the default): a colleague neither sees it in the inbox nor by id
+        assert pause_point_id in await _inbox(manager)
+        assert pause_point_id not in await _inbox(viewer)
+        hidden = await stack.http.get(
+            viewer.proposals(f"/v1/pause-points/{pause_point_id}"), headers=viewer.headers
+        )
+        assert hidden.status_code == 404
+        # the turn that asked is stored: the audit joins the pause point to the conversation
+        joined = await stack.scalar(
+            "SELECT count(*) FROM proposals.pause_points p JOIN agent.messages m "
+            "ON m.turn_id = p.turn_id AND m.pause_point_id = p.id "
+            "WHERE p.id = :p AND m.conversation_id = :c",
+            p=pause_point_id,
+            c=conversation,
+        )
+        assert joined == 1
+        stored = await manager.pause_point(pause_point_id)
+        assert stored["payload"] == {"topic": "early_bird"} and stored["answerable_by"] == "owner"
+        edited = {"topic": "early_bird", "only_since": "2026-09-01"}
+        resolved = await manager.resolve(pause_point_id, action="approve", payload=edited)
+        assert resolved.status_code == 200, resolved.text
+        messages = await _answered(manager, conversation)
+        [synthetic] = [m for m in messages if m["synthetic"]]
+        assert '"only_since": "2026-09-01"' in synthetic["text"]
+        requests = await model.requests()
+        assert requests[1]["body"]["messages"][-1]["content"] == synthetic["text"]
+
+
+async def test_a_manager_cannot_answer_a_colleagues_pause_point(stack: Stack) -> None:
+    org = (await stack.seed())["organizations"][0]
+    manager, viewer = Person(stack, org), Person(stack, org, "viewer")
+    async with model_admin(stack, "club.pause_approval"):
+        conversation = await viewer.open()
+        pause_point_id = await _asked(viewer, conversation)
+        assert pause_point_id not in await _inbox(manager)
+        refused = await manager.resolve(pause_point_id, action="approve")
+        assert refused.status_code == 404, refused.text
+        state = await stack.scalar(
+            "SELECT status FROM proposals.pause_points WHERE id = :p", p=pause_point_id
+        )
+        assert state == "pending"

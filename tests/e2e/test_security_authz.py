@@ -102,6 +102,10 @@ TABLE: dict[tuple[str, str], Rule] = {
     ("POST", "/v1/proposals/{proposal_id}/decline"): Rule(
         "proposals", True, lambda w: f"/v1/proposals/{w['proposal']}/decline", lambda w: {}
     ),
+    # a viewer who did not propose it may not withdraw it: only the proposer or a manager
+    ("POST", "/v1/proposals/{proposal_id}/withdraw"): Rule(
+        "proposals", True, lambda w: f"/v1/proposals/{w['proposal']}/withdraw", lambda w: {}
+    ),
     ("POST", "/v1/proposals/{proposal_id}/revise"): Rule(
         "proposals",
         True,

@@ -104,6 +104,10 @@ TABLE: dict[tuple[str, str], Row] = {
     ("POST", "/proposals/{proposal_id}/decline"): Row(
         lambda w: f"/proposals/{w['proposal']}/decline", lambda w: {"reason": "not mine"}
     ),
+    # not the viewer's proposal, and a viewer is no manager: refused by the proposals service
+    ("POST", "/proposals/{proposal_id}/withdraw"): Row(
+        lambda w: f"/proposals/{w['proposal']}/withdraw", lambda w: {"reason": "not mine"}
+    ),
     ("POST", "/proposals/{proposal_id}/revise"): Row(
         lambda w: f"/proposals/{w['proposal']}/revise", _refund_fields
     ),

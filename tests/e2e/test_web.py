@@ -281,3 +281,32 @@ async def test_markup_from_data_and_model_renders_as_text(
     await expect(echoed).to_contain_text(script)
     await expect(tab.page.locator("main script")).to_have_count(0)
     assert tab.dialogs == []
+
+
+async def test_withdraw_ones_own_card_and_edit_a_pause_points_payload(
+    browser: Any, web: ServiceProcess, stack: Stack, club: dict[str, Any]
+) -> None:
+    tab = await new_tab(browser, web)
+    await tab.sign_in(club["users"]["manager"])
+    await tab.open_order_chat("Refund the missing discount.")
+    card = tab.card("pending")
+    await expect(card).to_have_count(1, timeout=WAIT_MS)
+    await card.get_by_role("button", name="Withdraw my proposal").click()
+    await expect(tab.card("withdrawn")).to_have_count(1, timeout=WAIT_MS)
+    told = tab.page.locator("li", has_text="The proposal was withdrawn.")
+    await expect(told).to_have_count(1, timeout=WAIT_MS)
+
+    await set_script(stack, "club.pause_approval")
+    await tab.say("Check with me first.")
+    pause = tab.page.locator("article.pause[data-status=pending]")
+    await expect(pause).to_have_count(1, timeout=WAIT_MS)
+    editor = pause.get_by_label("Details (you may edit them)")
+    await expect(editor).to_contain_text('"topic": "early_bird"')
+    await editor.fill('{"topic": "early_bird", "since": "<b>september</b>"}')
+    await pause.get_by_role("button", name="Approve").click()
+    echoed = tab.page.locator("li.msg-assistant", has_text="Thank you, I have your answer.")
+    await expect(echoed).to_have_count(1, timeout=WAIT_MS)
+    await expect(echoed).to_contain_text("<b>september</b>")  # the edit, as text
+    await expect(tab.page.locator("main b", has_text="september")).to_have_count(0)
+    answered = tab.page.locator("article.pause[data-status=resolved] pre.payload")
+    await expect(answered.last).to_contain_text("september")

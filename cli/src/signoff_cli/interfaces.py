@@ -48,7 +48,13 @@ CONSUMES: dict[str, tuple[Consumed, ...]] = {
         Consumed("proposals.requests", _types("ProposalRequested"), _type("ProposalRequestReply")),
         Consumed(
             "proposals.approvals",
-            _types("ApproveProposal", "DeclineProposal", "ReviseProposal", "ResolvePausePoint"),
+            _types(
+                "ApproveProposal",
+                "DeclineProposal",
+                "ReviseProposal",
+                "ResolvePausePoint",
+                "WithdrawProposal",
+            ),
             _type("ApprovalReply"),
         ),
         Consumed(
@@ -88,7 +94,13 @@ PUBLISHES: dict[str, tuple[Published, ...]] = {
         Published(
             "commands",
             "approval.command",
-            _types("ApproveProposal", "DeclineProposal", "ReviseProposal", "ResolvePausePoint"),
+            _types(
+                "ApproveProposal",
+                "DeclineProposal",
+                "ReviseProposal",
+                "ResolvePausePoint",
+                "WithdrawProposal",
+            ),
             True,
         ),
     ),

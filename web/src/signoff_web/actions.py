@@ -1,4 +1,4 @@
-"""What a person does: open an assistant, talk, and decide (approve, decline, edit, answer).
+"""What a person does: open an assistant, talk, decide (approve, decline, edit, answer), withdraw.
 
 Every form is checked for the session's CSRF token first. Decisions go to the proposals service
 as AMQP commands carrying only opaque ids and the person's proposals-audience token; the reply
@@ -9,6 +9,7 @@ forged post reaches the proposals service, which refuses what the person's role 
 from __future__ import annotations
 
 import html
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -21,6 +22,7 @@ from signoff_contracts.v1 import (
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
+    WithdrawProposal,
 )
 from signoff_runtime.registry import UnknownOperation
 
@@ -97,6 +99,19 @@ async def decline(request: Request, proposal_id: str) -> Response:
     return await _send(request, command, form)
 
 
+@router.post("/proposals/{proposal_id}/withdraw")
+async def withdraw(request: Request, proposal_id: str) -> Response:
+    """The proposer takes their pending proposal back (or a manager does, for them)."""
+    who = session(request)
+    form = await _form(request)
+    check_csrf(who, form)
+    reason = form.get("reason", "").strip()[:500] or None
+    command = WithdrawProposal(
+        token=tokens(request, who).proposals, proposal_id=proposal_id, reason=reason, source="web"
+    )
+    return await _send(request, command, form)
+
+
 @router.post("/proposals/{proposal_id}/revise")
 async def revise(request: Request, proposal_id: str) -> Response:
     """Re-run resolution on the edited request: the proposals service supersedes the old card."""
@@ -124,9 +139,17 @@ async def resolve(request: Request, pause_point_id: str) -> Response:
     if action not in ("approve", "decline", "option", "data"):
         raise HTTPException(422, "action")
     data = None
-    if action == "data":
+    payload: dict[str, Any] | None = None
+    edited = form.get("payload")
+    if action == "data" or edited is not None:
         view = await apis(request).pause_point(tokens(request, who), pause_point_id)
-        data = cards.coerce(cards.schema_fields(view.get("form_schema") or {}), form)
+        if action == "data":
+            data = cards.coerce(cards.schema_fields(view.get("form_schema") or {}), form)
+        if edited is not None:
+            try:
+                payload = _edited_payload(edited, view.get("payload"))
+            except ValueError:
+                return _back(local_path(form.get("next"), "/inbox"), "invalid", "bad_payload", 422)
     command = ResolvePausePoint(
         token=tokens(request, who).proposals,
         pause_point_id=pause_point_id,
@@ -134,9 +157,19 @@ async def resolve(request: Request, pause_point_id: str) -> Response:
         option=form.get("option") or None,
         data=data,
         reply=form.get("reply", "").strip()[:2000] or None,
+        payload=payload,
         source="web",
     )
     return await _send(request, command, form)
+
+
+def _edited_payload(text: str, original: Any) -> dict[str, Any] | None:
+    """The person's edit of the payload (a JSON object), or ``None`` when they left it as it
+    was: only an edit travels as the payload override. ``ValueError`` if it is no object."""
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("the payload must be a JSON object")
+    return None if value == original else value
 
 
 async def _send(request: Request, command: ApprovalCommand, form: dict[str, Any]) -> Response:

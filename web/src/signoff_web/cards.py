@@ -3,11 +3,13 @@
 A proposal card renders its frozen preview with ``render_preview`` in the viewer's locale —
 never model-written text. Whether the approve and decline buttons appear is the operation's own
 ``authorize`` for the viewer's role (the proposals service decides again on every command; the
-buttons are only a courtesy). A finished card has no actions at all.
+buttons are only a courtesy). The withdraw button appears on one's own pending proposals. A
+finished card has no actions at all.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from signoff_contracts.operations import Actor, Locale, Scope
@@ -17,7 +19,15 @@ from signoff_web import texts
 from signoff_web.richtext import markdown as markdown  # model text, links made safe
 from signoff_web.sessions import Session
 
-FINAL = {"succeeded", "failed", "declined", "expired", "superseded", "revision_required"}
+FINAL = {
+    "succeeded",
+    "failed",
+    "declined",
+    "withdrawn",
+    "expired",
+    "superseded",
+    "revision_required",
+}
 
 
 def proposal(view: dict[str, Any], session: Session, operations: Operations) -> dict[str, Any]:
@@ -37,6 +47,8 @@ def proposal(view: dict[str, Any], session: Session, operations: Operations) -> 
         "title": view["operation_kind"],
         "lines": [],
         "can_decide": False,
+        # the proposer may take their own pending proposal back (the service checks again)
+        "can_withdraw": status == "pending" and view.get("requested_by") == session.user_id,
         "edit_fields": [],
     }
     try:
@@ -87,7 +99,17 @@ def pause_point(view: dict[str, Any], session: Session) -> dict[str, Any]:
         "resolution": view.get("resolution"),
         "fields": schema_fields(view.get("form_schema") or {}),
         "can_decide": status == "pending",
+        # shown as data (the template escapes it) and, while pending, editable before answering
+        "payload": payload_text(view.get("payload")),
+        "edited_payload": payload_text((view.get("resolution") or {}).get("payload")),
     }
+
+
+def payload_text(payload: Any) -> str | None:
+    """A payload as the card shows and edits it: indented JSON (``None``: there is none)."""
+    if payload is None:
+        return None
+    return json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True)
 
 
 def schema_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:

@@ -5,9 +5,9 @@ message, stored as a code with parameters (rendered in each viewer's locale when
 unique per ``(proposal or pause point, kind)``, so a duplicate event writes nothing. A success
 carries the operation's stored ``Succeeded.result`` (with the contract version that parses it),
 so the message says what was done in the operation's own words (``render_result``) in each
-reader's locale. A success, a decline's reason and a revision required also leave a *note*:
-bounded context for the model on the person's next message. A pause point's resolution
-becomes a synthetic user message and a turn waiting to run.
+reader's locale. A success, a decline's (or a withdrawal's) reason and a revision required also
+leave a *note*: bounded context for the model on the person's next message. A pause point's
+resolution becomes a synthetic user message and a turn waiting to run.
 
 ``plan`` decides (pure); ``apply`` writes, in the consumer's transaction.
 """
@@ -68,6 +68,11 @@ def plan(event: ProposalEvent) -> list[Notice]:
         reason = (view.decline_reason or "")[:_DECLINE_CHARS]
         params = {**kind, "decline_reason": reason or None}
         return [Notice("declined", "proposal_declined", params, note="declined")]
+    if event.event == "decided" and view.status == "withdrawn":
+        # a withdrawal is answered like a decline: the proposer (or a manager) took it back
+        reason = (view.decline_reason or "")[:_DECLINE_CHARS]
+        params = {**kind, "decline_reason": reason or None}
+        return [Notice("withdrawn", "proposal_withdrawn", params, note="withdrawn")]
     if event.event == "outcome" and view.outcome is not None:
         return [_outcome_notice(view.outcome, kind, view.contract_version)]
     return []
@@ -207,5 +212,8 @@ def resolution_text(view: PausePointView) -> str:
         said = "Entered: " + json.dumps(resolution.get("data") or {}, ensure_ascii=False)[:4000]
     else:
         said = "Answered: " + json.dumps(resolution, ensure_ascii=False)[:4000]
+    edited = resolution.get("payload")
+    if edited is not None:  # the person's payload override: what they approved, as they left it
+        said += " With the payload edited to: " + json.dumps(edited, ensure_ascii=False)[:4000]
     reply = resolution.get("reply")
     return f"{head} {said}" + (f"\n{str(reply)[:2000]}" if reply else "")

@@ -154,10 +154,18 @@ class Pauser:
     amqp: AmqpSettings
 
     async def request(
-        self, on_behalf: OnBehalf, conversation_id: str, pause: PauseRequest
+        self,
+        on_behalf: OnBehalf,
+        conversation_id: str,
+        pause: PauseRequest,
+        *,
+        turn_id: str | None = None,
+        answerable_by: Literal["owner", "team"] = "owner",
     ) -> PausePointView | Reason:
         """The stored pause point, or the proposals service's reason for refusing it. The
-        person and organization are the proposals service's to establish (``on_behalf``)."""
+        person and organization are the proposals service's to establish (``on_behalf``); who
+        may answer is the assistant's setting (``answerable_by``), never the model's; the turn
+        that asked (``turn_id``) is stored so the audit joins it to the conversation."""
         if on_behalf.token is None and on_behalf.resumed_from is None:
             return Reason(code="unauthenticated")
         pause_point_id = new_id("pp")
@@ -172,6 +180,8 @@ class Pauser:
             payload=pause.payload,
             kind=pause.kind,
             form_schema=pause.form_schema,
+            answerable_by=answerable_by,
+            turn_id=turn_id,
             **on_behalf.fields(),
         )
         try:

@@ -72,11 +72,12 @@ def build(
 def note_line(note: Row[Any], operations: Operations, limit: int) -> str:
     params = note.params or {}
     kind = params.get("kind") or "proposal"
-    if note.code == "declined":
+    if note.code in ("declined", "withdrawn"):
         reason = str(params.get("decline_reason") or "")[:limit]
         said = f" Their reason, quoted: “{reason}”." if reason else " They gave no reason."
+        verb = "declined" if note.code == "declined" else "withdrew"
         return (
-            f"The person declined proposal {note.proposal_id} ({kind}).{said} You may look "
+            f"The person {verb} proposal {note.proposal_id} ({kind}).{said} You may look "
             "again and prepare a revised proposal if that helps."
         )
     if note.code == "succeeded":

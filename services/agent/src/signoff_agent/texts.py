@@ -65,6 +65,14 @@ MESSAGES: dict[str, dict[Locale, str]] = {
         "en": "The proposal was declined: “{decline_reason}”",
         "fr": "La proposition a été refusée : « {decline_reason} »",
     },
+    "proposal_withdrawn": {
+        "en": "The proposal was withdrawn.",
+        "fr": "La proposition a été retirée.",
+    },
+    "proposal_withdrawn_reason": {
+        "en": "The proposal was withdrawn: “{decline_reason}”",
+        "fr": "La proposition a été retirée : « {decline_reason} »",
+    },
     "proposal_expired": {
         "en": "The proposal expired before anyone decided on it.",
         "fr": "La proposition a expiré avant qu'une décision soit prise.",
@@ -237,7 +245,7 @@ def render(
         values["reason"] = render_reason(params["reason"], params.get("kind"), locale, operations)
     if "cause" in params:
         values["cause"] = CAUSES.get(str(params["cause"]), {}).get(locale, str(params["cause"]))
-    if code == "proposal_declined" and params.get("decline_reason"):
-        code = "proposal_declined_reason"
+    if code in ("proposal_declined", "proposal_withdrawn") and params.get("decline_reason"):
+        code = f"{code}_reason"
     template = MESSAGES.get(code)
     return code if template is None else _fill(template[locale], values)

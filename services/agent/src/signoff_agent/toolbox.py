@@ -124,6 +124,8 @@ class Toolbox:
     proposer: Proposer
     pauser: pausing.Pauser
     result_chars: int = 12_000
+    #: the turn the tools run in: a pause point records it (its place in the conversation)
+    turn_id: str | None = None
 
     def specs(self) -> list[dict[str, Any]]:
         """The tools in the chat-completions format, strict schemas throughout."""
@@ -217,7 +219,13 @@ class Toolbox:
                 [{"field": exc.field, "problem": exc.problem}],
             )
         try:
-            stored = await self.pauser.request(self.on_behalf, self.conversation_id, pause)
+            stored = await self.pauser.request(
+                self.on_behalf,
+                self.conversation_id,
+                pause,
+                turn_id=self.turn_id,
+                answerable_by=self.assistant.pause_points_answerable_by,
+            )
         except pausing.PausesUnavailable:
             return Stopped("proposals_unavailable", {})
         if isinstance(stored, Reason) and stored.code.endswith("_quota_exceeded"):

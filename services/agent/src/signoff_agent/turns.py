@@ -151,7 +151,7 @@ class Turns:
                 assert conversation is not None
                 section = conversation.section
                 messages, note_ids, toolbox = await self._prepare(
-                    conn, conversation, member, on_behalf
+                    conn, conversation, member, on_behalf, turn_id
                 )
             limits = loop.Limits(
                 self.group.max_model_calls, self.group.max_invalid_calls, self.group.reply_chars
@@ -167,7 +167,12 @@ class Turns:
         return await self._finish(conversation_id, turn_id, section, ending, note_ids)
 
     async def _prepare(
-        self, conn: AsyncConnection, conversation: Row[Any], member: Membership, on_behalf: OnBehalf
+        self,
+        conn: AsyncConnection,
+        conversation: Row[Any],
+        member: Membership,
+        on_behalf: OnBehalf,
+        turn_id: str | None = None,
     ) -> tuple[list[dict[str, Any]], list[int], Toolbox]:
         assistant = self.sections.get(conversation.section)
         scope = Scope(
@@ -196,6 +201,7 @@ class Turns:
             proposer=self.proposer,
             pauser=self.pauser,
             result_chars=self.group.tool_result_chars,
+            turn_id=turn_id,
         )
         return messages, [note.id for note in notes], toolbox
 

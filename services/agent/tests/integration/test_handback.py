@@ -312,11 +312,20 @@ async def test_a_pause_point_halts_then_its_resolution_runs_the_next_turn_once(
     assert card["code"] == "pause_point_card" and card["pause_point_id"] == asked.pause_point_id
     assert asked.kind == "choice" and asked.payload == {"step": 1}
     assert asked.conversation_id == conversation and len(model.requests) == 1
+    # owner-only unless the assistant says otherwise; the turn that asked is the card's turn
+    assert asked.answerable_by == "owner"
+    async with engine.connect() as conn:
+        card_turn = await conn.scalar(
+            text("SELECT turn_id FROM agent.messages WHERE pause_point_id = :p"),
+            {"p": asked.pause_point_id},
+        )
+    assert asked.turn_id is not None and asked.turn_id == card_turn
     now = datetime.now(UTC)
     resolved = pause_view_of(
         asked,
         status="resolved",
-        resolution={"action": "option", "option": "Credit"},
+        # the person edited the payload before choosing (the payload override)
+        resolution={"action": "option", "option": "Credit", "payload": {"step": 2}},
         resolved_by=club["users"]["manager"]["id"],
         resolved_at=now,
     )
@@ -332,6 +341,7 @@ async def test_a_pause_point_halts_then_its_resolution_runs_the_next_turn_once(
     synthetic = [m for m in messages if m["synthetic"]]
     assert len(synthetic) == 1 and synthetic[0]["role"] == "user"
     assert "Chose: Credit" in synthetic[0]["text"]
+    assert 'With the payload edited to: {"step": 2}' in synthetic[0]["text"]
     assert model.requests[-1][-1]["content"] == synthetic[0]["text"]
 
     async def both_handled() -> bool:
@@ -458,3 +468,32 @@ async def test_a_turn_started_by_a_resolution_proposes_through_that_pause_point(
     stored = await wait_until(proposed, what="the resumed turn's proposal")
     assert stored.request.token is None and stored.request.resumed_from == asked.pause_point_id
     assert stored.view.requested_by == club["users"]["manager"]["id"]
+
+
+async def test_an_assistant_declared_team_answerable_says_so_on_its_pause_points(
+    agent: httpx.AsyncClient,
+    club: dict[str, Any],
+    model: FakeModel,
+    proposals: FakeProposals,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from signoff_club.assistants import OrderAssistant
+
+    monkeypatch.setattr(OrderAssistant, "pause_points_answerable_by", "team")
+    # the model cannot widen it: the tool has no such argument (strict schema, extra forbidden)
+    arguments = {"title": "Go ahead?", "description": "Check", "options": [], "payload": None}
+    model.steps = [
+        call("wait_for_approval", json.dumps({**arguments, "kind": None, "form_schema": None}))
+    ]
+    opened = await agent.post(
+        "/v1/conversations",
+        json={"section": "orders", "resource_id": club["refund_case"]["order_id"]},
+        headers=auth(club),
+    )
+    await agent.post(
+        f"/v1/conversations/{opened.json()['id']}/messages",
+        json={"content": "Ask the team"},
+        headers=auth(club),
+    )
+    [asked] = proposals.pauses
+    assert asked.answerable_by == "team" and asked.turn_id is not None

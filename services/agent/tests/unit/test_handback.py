@@ -94,6 +94,15 @@ def test_a_decline_leaves_its_bounded_reason_as_a_note() -> None:
     assert notice.params["decline_reason"] == "x" * 500
 
 
+def test_a_withdrawal_is_answered_like_a_decline() -> None:
+    [notice] = plan(_event("decided", status="withdrawn", decline_reason="wrong order"))
+    assert notice == Notice(
+        "withdrawn", "proposal_withdrawn", {**KIND, "decline_reason": "wrong order"}, "withdrawn"
+    )
+    [bare] = plan(_event("decided", status="withdrawn"))
+    assert bare.params["decline_reason"] is None and bare.note == "withdrawn"
+
+
 def test_events_with_nothing_to_say_write_nothing() -> None:
     assert plan(_event("decided", status="executing")) == []
     assert plan(_event("executing", status="executing")) == []
@@ -116,3 +125,23 @@ def test_a_resolution_reads_as_the_persons_answer() -> None:
     text = resolution_text(view)
     assert text.startswith("[Answer to “Which season?”]")
     assert '"season": "fall"' in text and text.endswith("\nthanks")
+    assert "edited" not in text
+
+
+def test_an_edited_payload_appears_in_the_synthetic_message() -> None:
+    view = PausePointView(
+        id="pp_1",
+        organization_id="org_1",
+        title="Send the newsletter?",
+        description="",
+        kind="approval",
+        status="resolved",
+        created_at=NOW,
+        expires_at=NOW + timedelta(hours=1),
+        payload={"subject": "Spring"},
+        resolution={"action": "approve", "payload": {"subject": "Spring (final)"}},
+    )
+    assert resolution_text(view) == (
+        "[Answer to “Send the newsletter?”] Approved. "
+        'With the payload edited to: {"subject": "Spring (final)"}'
+    )

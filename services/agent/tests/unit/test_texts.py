@@ -154,3 +154,11 @@ def test_the_next_turn_is_told_what_a_success_did() -> None:
     assert prompts.note_line(unparsable, OPS, 100).startswith(  # type: ignore[arg-type]
         "Proposal prp_3 (x.y) was approved and carried out. "
     )
+
+
+def test_a_withdrawal_renders_with_and_without_its_reason() -> None:
+    said = texts.render("proposal_withdrawn", {"decline_reason": "Wrong order"}, "fr", OPS)
+    assert said == "La proposition a été retirée : « Wrong order »"
+    assert texts.render("proposal_withdrawn", {"decline_reason": None}, "en", OPS) == (
+        "The proposal was withdrawn."
+    )

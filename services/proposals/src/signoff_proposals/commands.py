@@ -26,11 +26,12 @@ from signoff_contracts.v1 import (
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
+    WithdrawProposal,
 )
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token
 
-from signoff_proposals import decide, pause_points, revisions
+from signoff_proposals import decide, pause_points, revisions, withdrawals
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.domain import Answer
@@ -43,6 +44,7 @@ COMMAND_NAMES = {
     "approval.decline": "decline",
     "approval.revise": "revise",
     "approval.resolve": "resolve",
+    "approval.withdraw": "withdraw",
 }
 
 
@@ -70,10 +72,16 @@ async def _dispatch(ctx: Context, tx: repo.Tx, command: ApprovalCommand) -> Appr
         return await decide.approve(ctx, tx, command.token, command.proposal_id)
     if isinstance(command, DeclineProposal):
         return await decide.decline(ctx, tx, command.token, command.proposal_id, command.reason)
+    if isinstance(command, WithdrawProposal):
+        return await withdrawals.withdraw(
+            ctx, tx, command.token, command.proposal_id, command.reason
+        )
     if isinstance(command, ReviseProposal):
         return await revisions.revise(ctx, tx, command.token, command.proposal_id, command.request)
     assert isinstance(command, ResolvePausePoint)
-    resolution = Resolution(command.action, command.option, command.data, command.reply)
+    resolution = Resolution(
+        command.action, command.option, command.data, command.reply, command.payload
+    )
     return await pause_points.resolve(ctx, tx, command.token, command.pause_point_id, resolution)
 
 

@@ -8,7 +8,8 @@ the operation's ``Arguments``; and the operation's ``authorize``. Only then does
 UPDATE claim it — and the audit row, the signed execution contract and the event are written in
 that same transaction, so a claim without its contract (or the reverse) cannot exist.
 
-Refusals that concern a real proposal of the person's organization are audited.
+Refusals that concern a real proposal of the person's organization are audited. Withdrawing
+(``withdrawals``) follows the same admission.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ async def decline(
         return reply(answer, row)
     if row.lapsed:
         return await after_lost_claim(ctx, tx, row.id)
-    op = _operation(ctx, row)
+    op = operation_of(ctx, row)
     # Declining executes nothing: an operation no longer installed cannot vouch for a role, and
     # that must not leave its proposals undeclinable.
     if op is not None and not op.authorize(actor_of(admitted), scope_of(row)):
@@ -269,7 +270,7 @@ def reply(answer: Answer, row: Row[Any] | None = None) -> ApprovalReply:
     )
 
 
-def _operation(ctx: Context, row: Row[Any]) -> AnyOperation | None:
+def operation_of(ctx: Context, row: Row[Any]) -> AnyOperation | None:
     try:
         return ctx.operations.get(row.operation_kind, row.contract_version)
     except UnknownOperation:

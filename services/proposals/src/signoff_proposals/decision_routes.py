@@ -29,7 +29,6 @@ from signoff_proposals.context import Context
 from signoff_proposals.metrics import APPROVAL_COMMANDS
 from signoff_proposals.pause_rules import Resolution
 from signoff_proposals.routes import keyset
-from signoff_proposals.tables import pause_points as pause_points_table
 
 Authorization = Annotated[str | None, Header()]
 
@@ -57,6 +56,8 @@ class ResolveBody(BaseModel):
     option: str | None = Field(default=None, max_length=200)
     data: dict[str, Any] | None = None
     reply: str | None = Field(default=None, max_length=2000)
+    #: the person's edit of the pause point's ``payload`` (the seed's payload override)
+    payload: dict[str, Any] | None = None
 
 
 def router(ctx: Context) -> APIRouter:
@@ -75,8 +76,8 @@ def router(ctx: Context) -> APIRouter:
             reply = unremembered.reply
         return _respond("revise", reply)
 
-    async def organization(conn: AsyncConnection, authorization: str | None) -> str:
-        """The caller's organization, from the verified token and a current membership."""
+    async def reader(conn: AsyncConnection, authorization: str | None) -> tuple[str, str]:
+        """The caller's organization and id, from the verified token and a current membership."""
         try:
             claims = await verify_token_async(
                 ctx.settings.auth, bearer(authorization), audience=PROPOSALS_AUDIENCE
@@ -86,7 +87,7 @@ def router(ctx: Context) -> APIRouter:
         member = await ctx.directory.membership(conn, claims.sub, claims.org)
         if member is None or member.organization_id != claims.org:
             raise Problem(403, "forbidden", _TITLES["forbidden"])
-        return claims.org
+        return claims.org, claims.sub
 
     @api.get("/pause-points")
     async def list_pause_points(
@@ -97,18 +98,20 @@ def router(ctx: Context) -> APIRouter:
     ) -> dict[str, Any]:
         before, size = keyset(cursor, limit, "pp")
         async with ctx.engine.connect() as conn:
-            org = await organization(conn, authorization)
-            rows = await repo.list_for_org(
-                conn, org, status=status, limit=size + 1, before_id=before, table=pause_points_table
+            org, user = await reader(conn, authorization)
+            # the inbox holds only what the reader may answer: their own and the team's
+            rows = await pause_repo.list_answerable(
+                conn, org, user, status=status, limit=size + 1, before_id=before
             )
         return domain.page(rows, size, pause_repo.view)
 
     @api.get("/pause-points/{pause_point_id}")
     async def show(pause_point_id: str, authorization: Authorization = None) -> dict[str, Any]:
         async with ctx.engine.connect() as conn:
-            org = await organization(conn, authorization)
+            org, user = await reader(conn, authorization)
             row = await pause_repo.get(conn, pause_point_id)
-        if row is None or row.organization_id != org:
+        # someone else's owner-only pause point is as invisible as another organization's
+        if row is None or row.organization_id != org or not pause_repo.may_answer(row, user):
             raise Problem(404, "not_found", _TITLES["not_found"])
         return pause_repo.view(row).model_dump(mode="json")
 
@@ -116,7 +119,7 @@ def router(ctx: Context) -> APIRouter:
     async def resolve(
         pause_point_id: str, body: ResolveBody, authorization: Authorization = None
     ) -> JSONResponse:
-        answer = Resolution(body.action, body.option, body.data, body.reply)
+        answer = Resolution(body.action, body.option, body.data, body.reply, body.payload)
         async with repo.unit_of_work(ctx.engine) as tx:
             reply = await pause_points.resolve(
                 ctx, tx, bearer(authorization), pause_point_id, answer

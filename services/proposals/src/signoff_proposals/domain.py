@@ -32,6 +32,7 @@ EventName = Literal["created", "decided", "executing", "outcome", "superseded", 
 HTTP_STATUS: dict[ApprovalResult, int] = {
     "claimed": 200,
     "declined": 200,
+    "withdrawn": 200,
     "revised": 200,
     "resolved": 200,
     "already_completed": 200,
@@ -63,6 +64,7 @@ FORBIDDEN = Answer("forbidden")
 NOT_FOUND = Answer("not_found")
 CLAIMED = Answer("claimed")
 DECLINED = Answer("declined")
+WITHDRAWN = Answer("withdrawn")
 ALREADY_COMPLETED = Answer("already_completed", with_outcome=True)
 IN_PROGRESS_ANSWER = Answer("not_approvable", reason="in_progress")
 NOT_IMPLEMENTED = Answer("invalid", reason="not_implemented", http_status=501)
@@ -112,6 +114,7 @@ def event_for(status: ProposalStatus) -> EventName:
     events: dict[ProposalStatus, EventName] = {
         ProposalStatus.PENDING: "created",
         ProposalStatus.DECLINED: "decided",
+        ProposalStatus.WITHDRAWN: "decided",
         ProposalStatus.EXPIRED: "expired",
         ProposalStatus.SUPERSEDED: "superseded",
         ProposalStatus.EXECUTING: "executing",

@@ -35,7 +35,11 @@ IN_STATE = Gauge(
     ["status"],
 )
 
-DECISIONS = {ProposalStatus.EXECUTING: "approved", ProposalStatus.DECLINED: "declined"}
+DECISIONS = {
+    ProposalStatus.EXECUTING: "approved",
+    ProposalStatus.DECLINED: "declined",
+    ProposalStatus.WITHDRAWN: "withdrawn",
+}
 OUTCOMES = {
     ProposalStatus.SUCCEEDED,
     ProposalStatus.REVISION_REQUIRED,

@@ -7,12 +7,14 @@ record) and counts. A v1 request, which named its own organization and person, i
 
 Resolving is the one code path behind ``POST /v1/pause-points/{id}/resolve`` and the AMQP
 ``ResolvePausePoint`` command: token → current membership → the organization's own pause point
-(else "not found", like an unknown id) → a role that may do more than look → its status → an
-answer that fits its kind → ONE conditional UPDATE, with ``PausePointResolved`` written to the
-outbox in the same transaction. The agent turns that event into the next turn of the
-conversation. A pause point that expires unanswered (the sweep, or a late answer noticing it) is
-announced with the same message under ``pause_point.expired``, its status ``expired``, so the
-conversation hears of it instead of waiting forever.
+that the person may answer (else "not found", like an unknown id): by default only the person
+whose conversation asked (the seed's owner-only rule), unless the assistant declared its pause
+points team-answerable → a role that may do more than look → its status → an answer that fits
+its kind, with any edited payload (checked by ``pause_rules``) → ONE conditional UPDATE, with
+``PausePointResolved`` written to the outbox in the same transaction. The agent turns that event
+into the next turn of the conversation. A pause point that expires unanswered (the sweep, or a
+late answer noticing it) is announced with the same message under ``pause_point.expired``, its
+status ``expired``, so the conversation hears of it instead of waiting forever.
 
 Resolving a pause point executes nothing: no contract, no proposal changes. Anything that
 changes state still goes through an operation's contract and its own approval.
@@ -170,14 +172,23 @@ async def resolve(
         log.info("pause_point.forbidden", pause_point_id=pause_point_id, why="not_a_member")
         return _reply("forbidden")
     row = await pause_repo.get(tx.conn, pause_point_id)
-    if row is None or row.organization_id != claims.org:
+    # SIGNOFF_UNSAFE__ANYONE_ANSWERS_PAUSE_POINTS (tests only): the owner-only rule is off
+    anyone = ctx.settings.unsafe.anyone_answers_pause_points
+    if (
+        row is None
+        or row.organization_id != claims.org
+        or not (anyone or pause_repo.may_answer(row, claims.sub))
+    ):
+        # someone else's owner-only pause point is as unknown as another organization's
         return _reply("not_found")
     if member.role in ctx.settings.proposals.look_only_roles:
         log.info("pause_point.forbidden", pause_point_id=row.id, why="role", role=member.role)
         return _reply("forbidden")
     if row.status != PausePointStatus.PENDING or row.lapsed:
         return await _not_resolvable(ctx, tx.conn, row)
-    refusal = pause_rules.check_resolution(row.kind, row.options, row.form_schema, answer)
+    refusal = pause_rules.check_resolution(
+        row.kind, row.options, row.form_schema, answer, payload=row.payload
+    )
     if refusal is not None:
         return _reply("invalid", row, refusal)
     resolved = await pause_repo.resolve(tx.conn, row.id, claims.sub, answer.stored())

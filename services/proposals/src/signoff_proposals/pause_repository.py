@@ -15,7 +15,7 @@ from typing import Any, cast
 from signoff_contracts.status import PausePointStatus
 from signoff_contracts.v1 import PausePointView
 from signoff_contracts.v2 import PausePointRequested
-from sqlalchemy import Row, func, select, text, update
+from sqlalchemy import Row, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -48,6 +48,8 @@ async def insert(
             payload=msg.payload,
             kind=msg.kind,
             form_schema=msg.form_schema,
+            answerable_by=msg.answerable_by,
+            turn_id=msg.turn_id,
             status=PENDING,
             expires_at=func.now() + ttl,
         )
@@ -121,6 +123,38 @@ async def expire_due(conn: AsyncConnection, batch: int) -> Sequence[Row[Any]]:
     ).all()
 
 
+async def list_answerable(
+    conn: AsyncConnection,
+    organization_id: str,
+    user_id: str,
+    *,
+    status: PausePointStatus | None,
+    limit: int,
+    before_id: str | None,
+) -> Sequence[Row[Any]]:
+    """The organization's pause points ``user_id`` may answer — their own conversations' and
+    those declared team-answerable — newest first, keyset-paged by id."""
+    stmt = (
+        select(*pause_points.c)
+        .where(
+            pause_points.c.organization_id == organization_id,
+            or_(pause_points.c.requested_by == user_id, pause_points.c.answerable_by == "team"),
+        )
+        .order_by(pause_points.c.id.desc())
+        .limit(limit)
+    )
+    if status is not None:
+        stmt = stmt.where(pause_points.c.status == status.value)
+    if before_id is not None:
+        stmt = stmt.where(pause_points.c.id < before_id)
+    return (await conn.execute(stmt)).all()
+
+
+def may_answer(row: Row[Any], user_id: str) -> bool:
+    """The seed's owner-only rule, unless the assistant declared the pause point ``team``."""
+    return bool(row.answerable_by == "team" or row.requested_by == user_id)
+
+
 def view(row: Row[Any]) -> PausePointView:
     return PausePointView(
         id=row.id,
@@ -138,4 +172,6 @@ def view(row: Row[Any]) -> PausePointView:
         resolution=row.resolution,
         resolved_by=row.resolved_by,
         resolved_at=row.resolved_at,
+        answerable_by=row.answerable_by,
+        turn_id=row.turn_id,
     )

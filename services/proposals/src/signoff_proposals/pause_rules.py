@@ -12,6 +12,11 @@ A resolution must fit the kind: ``approval`` takes ``approve`` or ``decline``; `
 in its form, or ``decline``. Anything else is refused (``action_not_allowed``,
 ``option_required``, ``option_not_offered``, ``data_required``, ``unexpected_option``,
 ``unexpected_data``, ``invalid_data``).
+
+Any answer but ``decline`` may carry an edited ``payload`` (the seed's payload override) when the
+pause point has a payload: a JSON object of at most ``MAX_PAYLOAD_BYTES``, and, when the pause
+point has a schema (a ``data_entry`` form), one that fills it in (``invalid_data`` otherwise).
+Else it is refused: ``unexpected_payload``, ``payload_too_large``.
 """
 
 from __future__ import annotations
@@ -97,20 +102,28 @@ class Resolution:
     option: str | None = None
     data: dict[str, Any] | None = None
     reply: str | None = None
+    #: the person's edit of the pause point's payload, sent on with the answer
+    payload: dict[str, Any] | None = None
 
     def stored(self) -> dict[str, Any]:
         """The JSON kept in ``pause_points.resolution`` and sent in ``PausePointResolved``."""
         shown: dict[str, Any] = {"action": self.action}
-        for key in ("option", "data", "reply"):
+        for key in ("option", "data", "reply", "payload"):
             if (value := getattr(self, key)) is not None:
                 shown[key] = value
         return shown
 
 
 def check_resolution(
-    kind: str, options: list[str], form_schema: dict[str, Any] | None, answer: Resolution
+    kind: str,
+    options: list[str],
+    form_schema: dict[str, Any] | None,
+    answer: Resolution,
+    *,
+    payload: dict[str, Any] | None = None,
 ) -> Reason | None:
-    """Why ``answer`` does not resolve a pause point of ``kind``, or ``None`` if it does."""
+    """Why ``answer`` does not resolve a pause point of ``kind`` (whose stored payload is
+    ``payload``), or ``None`` if it does."""
     if answer.action not in ALLOWED_ACTIONS[kind]:
         return Reason(code="action_not_allowed", params={"kind": kind, "action": answer.action})
     if answer.option is not None and answer.action != "option":
@@ -126,5 +139,21 @@ def check_resolution(
         if answer.data is None:
             return Reason(code="data_required")
         assert form_schema is not None, "data_entry pause points are stored with a form"
-        return forms.check_data(form_schema, answer.data)
+        if (reason := forms.check_data(form_schema, answer.data)) is not None:
+            return reason
+    if answer.payload is not None:
+        return check_payload(form_schema, payload, answer)
+    return None
+
+
+def check_payload(
+    form_schema: dict[str, Any] | None, payload: dict[str, Any] | None, answer: Resolution
+) -> Reason | None:
+    """Why the edited payload of ``answer`` cannot go with it, or ``None``."""
+    if payload is None or answer.action == "decline":
+        return Reason(code="unexpected_payload")
+    if len(json.dumps(answer.payload)) > MAX_PAYLOAD_BYTES:
+        return Reason(code="payload_too_large", params={"limit": MAX_PAYLOAD_BYTES})
+    if form_schema is not None:
+        return forms.check_data(form_schema, answer.payload)
     return None

@@ -1,7 +1,7 @@
-"""The HTTP API: list and show proposals, approve, decline, and the reconciliation status page.
+"""The HTTP API: list and show proposals, approve, decline, withdraw, the reconciliation page.
 
-Approve and decline call exactly what the AMQP commands call (``decide``); this module only
-translates the typed ``ApprovalReply`` into HTTP: a 200 with the reply, or a problem document
+Approve, decline and withdraw call exactly what the AMQP commands call (``decide``); this module
+only translates the typed ``ApprovalReply`` into HTTP: a 200 with the reply, or a problem document
 whose ``code`` is the reply's result (401s carry ``WWW-Authenticate``). Reading routes check the
 token and the person's current membership; another organization's proposal is a 404, the same
 as an unknown id.
@@ -20,7 +20,7 @@ from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime.problems import Problem
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, bearer, verify_token_async
 
-from signoff_proposals import decide, domain
+from signoff_proposals import decide, domain, withdrawals
 from signoff_proposals import reconciliation as reconciliation_checks
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
@@ -104,6 +104,16 @@ def router(ctx: Context) -> APIRouter:
         async with repo.unit_of_work(ctx.engine) as tx:
             reply = await decide.decline(ctx, tx, bearer(authorization), proposal_id, reason)
         return _respond("decline", reply)
+
+    @api.post("/{proposal_id}/withdraw")
+    async def withdraw(
+        proposal_id: str, body: DeclineBody | None = None, authorization: Authorization = None
+    ) -> JSONResponse:
+        """The proposer (or a manager) takes a pending proposal back: ``withdrawn``."""
+        reason = body.reason if body is not None else None
+        async with repo.unit_of_work(ctx.engine) as tx:
+            reply = await withdrawals.withdraw(ctx, tx, bearer(authorization), proposal_id, reason)
+        return _respond("withdraw", reply)
 
     return api
 

@@ -122,8 +122,12 @@ pause_points = Table(
     Column("resolution", JSONB),
     Column("resolved_by", Text),
     Column("resolved_at", DateTime(timezone=True)),
+    # who may answer and the agent's turn that asked (migration 0006)
+    Column("answerable_by", Text, nullable=False, server_default=text("'owner'")),
+    Column("turn_id", Text),
     CheckConstraint(_in("status", PAUSE_POINT_STATUSES), name="ck_pause_points_status"),
     CheckConstraint(_in("kind", ["approval", "choice", "data_entry"]), name="ck_pause_points_kind"),
+    CheckConstraint(_in("answerable_by", ["owner", "team"]), name="ck_pause_points_answerable_by"),
 )
 Index(
     "ix_pause_points_pending_by_org",

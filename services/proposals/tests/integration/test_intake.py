@@ -239,7 +239,10 @@ async def test_an_event_started_turn_speaks_through_a_recently_resolved_pause_po
     a person resolved, and only while it is recent."""
     org, chat = new_id("org"), new_id("cnv")
     owner = await service.member(org, "manager")
-    stored = await _pause(service, service.token(owner, org), conversation_id=chat)
+    # team-answerable, so that the person who resolves it is not the one it speaks for
+    stored = await _pause(
+        service, service.token(owner, org), conversation_id=chat, answerable_by="team"
+    )
     resolver = await _token(service, org)
     answered = await service.http.post(
         f"/v1/pause-points/{stored}/resolve",

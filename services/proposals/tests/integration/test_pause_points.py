@@ -36,7 +36,9 @@ KINDS: dict[str, dict[str, Any]] = {
 
 def pause_request(org: str, kind: str = "approval", **overrides: Any) -> dict[str, Any]:
     """A v2 request by ``usr_agent`` of ``org`` (``ask`` makes them a member). The organization
-    and person fields are the v1 shape's: a v2 reader ignores them, the token decides."""
+    and person fields are the v1 shape's: a v2 reader ignores them, the token decides. It is
+    team-answerable, so the organization's other members answer it here; the owner-only rule
+    has its own tests (``test_pause_point_answerers``)."""
     pause_point_id = new_id("pp")
     body: dict[str, Any] = {
         "type": "pause_point.requested",
@@ -51,6 +53,7 @@ def pause_request(org: str, kind: str = "approval", **overrides: Any) -> dict[st
         "description": "**412** recipients; cannot be unsent.",
         "kind": kind,
         "payload": {"draft_id": "d_1"},
+        "answerable_by": "team",
         **KINDS[kind],
     }
     body.update(overrides)

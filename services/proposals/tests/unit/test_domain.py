@@ -25,6 +25,7 @@ TABLE = [
     (S.REVISION_REQUIRED, "already_completed", None, 200, True),
     (S.FAILED, "already_completed", None, 200, True),
     (S.DECLINED, "not_approvable", "declined", 409, False),
+    (S.WITHDRAWN, "not_approvable", "withdrawn", 409, False),
     (S.EXPIRED, "not_approvable", "expired", 409, False),
     (S.SUPERSEDED, "not_approvable", "superseded", 409, False),
 ]
@@ -55,6 +56,7 @@ def test_pending_goes_on_to_the_claim():
     [
         (domain.CLAIMED, 200),
         (domain.DECLINED, 200),
+        (domain.WITHDRAWN, 200),
         (domain.FORBIDDEN, 403),
         (domain.NOT_FOUND, 404),
         (domain.UNAUTHENTICATED, 401),

@@ -156,3 +156,43 @@ def test_the_stored_resolution_leaves_out_what_was_not_given():
         "option": "a",
         "reply": "ok",
     }
+
+
+PAYLOAD = {"draft_id": "d_1", "subject": "Spring news"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "form", "stored", "answer", "code"),
+    [
+        # no payload to edit, or a decline (which carries nothing on)
+        ("approval", None, None, Resolution("approve", payload={"x": 1}), "unexpected_payload"),
+        ("approval", None, PAYLOAD, Resolution("decline", payload=PAYLOAD), "unexpected_payload"),
+        (
+            "approval",
+            None,
+            PAYLOAD,
+            Resolution("approve", payload={"x": "y" * pause_rules.MAX_PAYLOAD_BYTES}),
+            "payload_too_large",
+        ),
+        # with a schema, the edit must fill it in
+        (
+            "data_entry",
+            FORM,
+            {"email": "a@b.c"},
+            Resolution("data", data={"email": "a@b.c"}, payload={"seats": "many"}),
+            "invalid_data",
+        ),
+    ],
+)
+def test_an_edited_payload_is_refused_where_it_does_not_fit(kind, form, stored, answer, code):
+    reason = pause_rules.check_resolution(kind, [], form, answer, payload=stored)
+    assert reason is not None and reason.code == code
+
+
+def test_an_edited_payload_that_fits_travels_in_the_stored_resolution():
+    edited = {**PAYLOAD, "subject": "Spring news (final)"}
+    answer = Resolution("approve", reply="ok", payload=edited)
+    assert pause_rules.check_resolution("approval", [], None, answer, payload=PAYLOAD) is None
+    assert answer.stored() == {"action": "approve", "reply": "ok", "payload": edited}
+    fits = Resolution("data", data={"email": "a@b.c"}, payload={"email": "x@y.z", "seats": 2})
+    assert pause_rules.check_resolution("data_entry", [], FORM, fits, payload={}) is None

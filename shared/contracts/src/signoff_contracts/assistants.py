@@ -23,6 +23,9 @@ part                   contract
 ``resources``          the organization's resources a conversation can open on (newest or
                        most useful first, at most ``limit``), each an id and a short label in
                        the reader's locale — where a frontend offers "ask the assistant"
+``pause_points_        who may answer its ``wait_for_approval`` pause points: ``"owner"`` (the
+answerable_by``        default: the person whose conversation asked) or ``"team"`` (anyone of
+                       the organization whose role may do more than look); never the model's
 =====================  ======================================================================
 
 Strict tool schemas (``strict_parameters``) follow the rules of OpenAI's strict mode: every
@@ -40,7 +43,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -131,6 +134,11 @@ class Assistant(ABC):
     max_context_chars: ClassVar[int] = 4000
     #: optional for backward compatibility: a missing locale falls back to ``section``
     title: ClassVar[dict[Locale, str]] = {}
+    #: who may answer this assistant's pause points (``wait_for_approval``): ``"owner"`` — only
+    #: the person whose conversation asked (the default) — or ``"team"``: anyone of the
+    #: organization whose role may do more than look. The assistant's author decides, never
+    #: the model: the tool has no such argument.
+    pause_points_answerable_by: ClassVar[Literal["owner", "team"]] = "owner"
 
     @abstractmethod
     async def exists(self, conn: Any, scope: Scope) -> bool:
@@ -179,6 +187,8 @@ def check_assistant(cls: type[Any]) -> None:
     ]
     for tool in cls.read_tools:
         problems += [f"read tool {tool.name!r}: {p}" for p in _model_problems(tool.Parameters)]
+    if getattr(cls, "pause_points_answerable_by", "owner") not in ("owner", "team"):
+        problems.append("`pause_points_answerable_by` must be 'owner' or 'team'")
     missing = sorted(getattr(cls, "__abstractmethods__", ()))
     if missing:
         problems.append("unimplemented: " + ", ".join(missing))

@@ -14,6 +14,7 @@ from typing import Final
 class ProposalStatus(StrEnum):
     PENDING = "pending"
     DECLINED = "declined"
+    WITHDRAWN = "withdrawn"
     EXPIRED = "expired"
     SUPERSEDED = "superseded"
     EXECUTING = "executing"
@@ -31,6 +32,7 @@ TRANSITIONS: Final[dict[ProposalStatus, frozenset[ProposalStatus]]] = {
     ProposalStatus.PENDING: frozenset(
         {
             ProposalStatus.DECLINED,
+            ProposalStatus.WITHDRAWN,
             ProposalStatus.EXPIRED,
             ProposalStatus.SUPERSEDED,
             ProposalStatus.EXECUTING,
@@ -49,6 +51,7 @@ TRANSITIONS: Final[dict[ProposalStatus, frozenset[ProposalStatus]]] = {
         {ProposalStatus.SUCCEEDED, ProposalStatus.REVISION_REQUIRED, ProposalStatus.FAILED}
     ),
     ProposalStatus.DECLINED: frozenset(),
+    ProposalStatus.WITHDRAWN: frozenset(),
     ProposalStatus.EXPIRED: frozenset(),
     ProposalStatus.SUPERSEDED: frozenset(),
     ProposalStatus.SUCCEEDED: frozenset(),

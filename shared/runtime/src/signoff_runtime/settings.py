@@ -163,6 +163,10 @@ class UnsafeSettings(BaseModel):
     #: the proposals service stores a v1 ``ProposalRequested`` as sent: the agent's arguments,
     #: preview, organization and person, unchecked (the contract made outside the trust boundary)
     trust_agent_contract: bool = False
+    #: a withdrawal skips the proposer-or-manager check: any member withdraws any pending proposal
+    withdraw_anyones: bool = False
+    #: anyone of the organization may answer any pause point: the owner-only rule is off
+    anyone_answers_pause_points: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""

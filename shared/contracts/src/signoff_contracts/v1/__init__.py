@@ -12,6 +12,7 @@ from signoff_contracts.v1.approvals import (
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
+    WithdrawProposal,
     approval_command_adapter,
 )
 from signoff_contracts.v1.envelope import Envelope
@@ -22,6 +23,7 @@ from signoff_contracts.v1.execution import (
     ReconciliationRequired,
 )
 from signoff_contracts.v1.pause_points import (
+    AnswerableBy,
     PausePointKind,
     PausePointRequested,
     PausePointRequestReply,
@@ -47,6 +49,7 @@ MESSAGES: dict[str, type[Envelope]] = {
         DeclineProposal,
         ReviseProposal,
         ResolvePausePoint,
+        WithdrawProposal,
         ApprovalReply,
         ExecutionContract,
         OutcomeReported,
@@ -63,6 +66,7 @@ MESSAGES: dict[str, type[Envelope]] = {
 
 __all__ = [
     "MESSAGES",
+    "AnswerableBy",
     "ApprovalCommand",
     "ApprovalReply",
     "ApprovalResult",
@@ -87,5 +91,6 @@ __all__ = [
     "ResolveReply",
     "ResolveRequested",
     "ReviseProposal",
+    "WithdrawProposal",
     "approval_command_adapter",
 ]

@@ -35,6 +35,14 @@ class DeclineProposal(_Command):
     reason: str | None = Field(default=None, max_length=500)
 
 
+class WithdrawProposal(_Command):
+    """The proposer (or a manager) takes a pending proposal back: it becomes ``withdrawn``."""
+
+    type: Literal["approval.withdraw"] = "approval.withdraw"
+    proposal_id: ProposalId
+    reason: str | None = Field(default=None, max_length=500)
+
+
 class ReviseProposal(_Command):
     type: Literal["approval.revise"] = "approval.revise"
     proposal_id: ProposalId
@@ -48,10 +56,12 @@ class ResolvePausePoint(_Command):
     option: str | None = Field(default=None, max_length=200)
     data: dict[str, Any] | None = None
     reply: str | None = Field(default=None, max_length=2000)
+    #: the person's edit of the pause point's ``payload`` (the payload override)
+    payload: dict[str, Any] | None = None
 
 
 ApprovalCommand = Annotated[
-    ApproveProposal | DeclineProposal | ReviseProposal | ResolvePausePoint,
+    ApproveProposal | DeclineProposal | ReviseProposal | ResolvePausePoint | WithdrawProposal,
     Field(discriminator="type"),
 ]
 approval_command_adapter: TypeAdapter[ApprovalCommand] = TypeAdapter(ApprovalCommand)
@@ -59,6 +69,7 @@ approval_command_adapter: TypeAdapter[ApprovalCommand] = TypeAdapter(ApprovalCom
 ApprovalResult = Literal[
     "claimed",
     "declined",
+    "withdrawn",
     "revised",
     "resolved",
     "already_completed",

@@ -16,6 +16,9 @@ from signoff_contracts.status import PausePointStatus
 from signoff_contracts.v1.envelope import Envelope
 
 PausePointKind = Literal["approval", "choice", "data_entry"]
+#: who may answer: the person whose conversation asked (the default), or anyone of the
+#: organization whose role may do more than look (an assistant's ``pause_points_answerable_by``)
+AnswerableBy = Literal["owner", "team"]
 
 
 class PausePointView(BaseModel):
@@ -36,6 +39,9 @@ class PausePointView(BaseModel):
     resolution: dict[str, Any] | None = None
     resolved_by: str | None = None
     resolved_at: AwareDatetime | None = None
+    answerable_by: AnswerableBy = "owner"
+    #: the agent's turn that asked (``agent.messages.turn_id``): joins the audit to the chat
+    turn_id: str | None = None
 
 
 class PausePointRequested(Envelope):

@@ -20,7 +20,7 @@ from pydantic import Field, model_validator
 
 from signoff_contracts.ids import PausePointId, ProposalId
 from signoff_contracts.v1.envelope import Envelope
-from signoff_contracts.v1.pause_points import PausePointKind
+from signoff_contracts.v1.pause_points import AnswerableBy, PausePointKind
 
 _BEARER_HELP = (
     "The person's bearer token (for the agent's audience). Exactly one of token or resumed_from."
@@ -73,3 +73,7 @@ class PausePointRequested(_OnBehalf):
     payload: dict[str, Any] | None = None
     kind: PausePointKind = "approval"
     form_schema: dict[str, Any] | None = None
+    #: who may answer (the assistant's setting, never the model's): ``owner`` by default
+    answerable_by: AnswerableBy = "owner"
+    #: the agent's turn that asked, so the audit joins the pause point to the conversation
+    turn_id: str | None = Field(default=None, max_length=72)

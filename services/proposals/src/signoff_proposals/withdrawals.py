@@ -1,0 +1,82 @@
+"""Withdrawing: the proposer (or a manager) takes a pending proposal back.
+
+A withdrawal is a decline by the other side, on the same path as the decisions (``decide``): the
+token, the person's current membership, the organization's own proposal (else "not found"), its
+status (the DESIGN table). Then: the person who proposed it, or anyone the operation's
+``authorize`` would let decide it (a manager) — checked now, not when it was proposed — may take
+it back; anyone else is refused, audited. ONE conditional UPDATE pending → ``withdrawn`` writes
+the audit row and the ``proposal.decided`` event in the same transaction, so the conversation is
+answered the way a decline is. Withdrawing executes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from signoff_contracts.status import ProposalStatus
+from signoff_contracts.v1 import ApprovalReply
+
+from signoff_proposals import domain
+from signoff_proposals import repository as repo
+from signoff_proposals.context import Context
+from signoff_proposals.decide import (
+    PENDING,
+    actor_of,
+    admit,
+    after_lost_claim,
+    forbidden,
+    operation_of,
+    reply,
+    scope_of,
+)
+from signoff_proposals.outbox import announce
+
+
+async def withdraw(
+    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, reason: str | None = None
+) -> ApprovalReply:
+    admitted = await admit(ctx, tx, token, proposal_id, "withdraw")
+    if isinstance(admitted, ApprovalReply):
+        return admitted
+    row = admitted.row
+    if (answer := domain.answer_for(ProposalStatus(row.status))) is not None:
+        return reply(answer, row)
+    if row.lapsed:
+        return await after_lost_claim(ctx, tx, row.id)
+    proposer = row.requested_by == admitted.claims.sub
+    # SIGNOFF_UNSAFE__WITHDRAW_ANYONES (tests only): any member may withdraw
+    anyone = ctx.settings.unsafe.withdraw_anyones
+    op = operation_of(ctx, row)
+    manager = op is not None and op.authorize(actor_of(admitted), scope_of(row))
+    if not (proposer or manager or anyone):
+        return await forbidden(tx, admitted, "withdraw")
+    withdrawn = await repo.transition(
+        tx,
+        row.id,
+        expected=[PENDING],
+        to=ProposalStatus.WITHDRAWN,
+        unexpired=True,
+        values={
+            "decided_by": admitted.claims.sub,
+            "decided_at": repo.DB_CLOCK,
+            "decline_reason": reason,
+        },
+    )
+    if withdrawn is None:
+        return await after_lost_claim(ctx, tx, row.id)
+    detail: dict[str, Any] = {
+        "as": "proposer" if proposer else "manager" if manager else "anyone (unsafe)"
+    }
+    if reason:
+        detail["reason"] = reason
+    await repo.write_audit(
+        tx,
+        row.id,
+        actor=admitted.claims.sub,
+        action="withdrawn",
+        from_status=PENDING,
+        to_status=ProposalStatus.WITHDRAWN,
+        detail=detail,
+    )
+    await announce(ctx, tx, "decided", withdrawn)
+    return reply(domain.WITHDRAWN, withdrawn)
