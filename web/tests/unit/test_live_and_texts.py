@@ -60,6 +60,23 @@ def test_roles_and_outcomes_are_words_in_the_readers_language() -> None:
     assert failed is not None and "prp_1" in failed["text"] and "succeeded" not in failed["text"]
 
 
+@pytest.mark.parametrize(
+    ("locale", "waiting"),
+    [("en", "waiting for confirmation"), ("fr", "en attente de confirmation")],
+)
+def test_an_uncertain_card_is_waiting_for_confirmation_never_failed(
+    locale: texts.Locale, waiting: str
+) -> None:
+    """A card whose effect is unknown — however long the check takes — says it is waiting."""
+    outcome = {"type": "needs_reconciliation", "status_path": "/v1/proposals/prp_1/reconciliation"}
+    shown = cards._outcome(outcome, locale, "Refund", None)
+    status = texts.status("needs_reconciliation", locale)
+    assert shown is not None and shown["status_path"] == outcome["status_path"]
+    assert status == waiting and shown["text"].lower().startswith(waiting)
+    for said in (status, shown["text"].lower()):
+        assert "fail" not in said and "échec" not in said and "échou" not in said
+
+
 class _Agent:
     def __init__(self) -> None:
         self.calls = 0
