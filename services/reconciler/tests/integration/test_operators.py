@@ -85,15 +85,15 @@ async def open_check(engine: AsyncEngine, message: ReconciliationRequired) -> No
         assert await repository.record(conn, message)
 
 
-async def _age(engine: AsyncEngine, attempt_id: str, interval: str = "2 hours") -> None:
-    """Make the check look opened ``interval`` ago, and due now (the database clock decides)."""
+async def _age(engine: AsyncEngine, attempt_id: str, hours: int = 2) -> None:
+    """Make the check look opened ``hours`` ago, and due now (the database clock decides)."""
     async with engine.begin() as conn:
         await conn.execute(
             text(
-                "UPDATE reconciler.checks SET created_at = now() - CAST(:age AS interval), "
+                "UPDATE reconciler.checks SET created_at = now() - make_interval(hours => :age), "
                 "next_check_at = now() WHERE attempt_id = :a"
             ),
-            {"a": attempt_id, "age": interval},
+            {"a": attempt_id, "age": hours},
         )
 
 
@@ -137,7 +137,7 @@ async def test_a_check_past_the_bound_is_escalated_not_failed_and_checked_more_s
         await c.observe()
         assert metrics.OLDEST_OPEN_CHECK._value.get() >= 7200
         assert metrics.ESCALATED_OPEN_CHECKS._value.get() >= 1
-        await _age(engine, message.attempt_id, "3 hours")  # due again, still no answer
+        await _age(engine, message.attempt_id, 3)  # due again, still no answer
         assert await c.pass_once() >= 1
     third = (await outbox(engine, message.proposal_id, "execution.reconciliation_checked"))[-1]
     assert (third.check, third.result, third.escalated) == (3, "pending", False)  # alerted once
@@ -152,7 +152,7 @@ async def test_a_late_provider_answer_concludes_an_escalated_check(
     message = required()
     await _escalated(engine, topology, operations, message)
     transfer.script[message.attempt_id] = [Succeeded(result={"amount": 35})]
-    await _age(engine, message.attempt_id, "3 days")
+    await _age(engine, message.attempt_id, 72)
     async with checker(engine, topology, operations, escalate_after_s=3600) as c:
         assert await c.pass_once() >= 1
 
