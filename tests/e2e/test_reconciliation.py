@@ -263,33 +263,38 @@ async def _resolved_per_reconciler(stack: Stack) -> dict[str, float]:
 # -- uncertainty is never settled by a clock --------------------------------------------------
 
 
+def _restart_with(stack: Stack, name: str, env: dict[str, str]) -> None:
+    old = stack.processes[name]
+    old.stop()
+    fresh = ServiceProcess(old.name, old.argv, env, old.port, old.log_dir)
+    stack.processes[name] = fresh.start()
+    fresh.wait_healthy(60.0)
+
+
 @asynccontextmanager
 async def _escalating_soon(stack: Stack) -> AsyncIterator[None]:
-    """The reconciler with a 2 s escalation bound (checking every second once escalated), and
-    the provider down for the block's uncertain refund; both as they were afterwards."""
-    original = stack.processes["reconciler"]
-    original.stop()
-    env = {
-        **original.env,
-        "SIGNOFF_RECONCILER__ESCALATE_AFTER_S": "2",
-        "SIGNOFF_RECONCILER__ESCALATED_CHECK_EVERY_S": "1",
-    }
-    fast = ServiceProcess(original.name, original.argv, env, original.port, original.log_dir)
-    stack.processes["reconciler"] = fast.start()
-    fast.wait_healthy(60.0)
+    """Every reconciler with a 2 s escalation bound (checking every second once escalated), and
+    the provider down for the block's uncertain refund; all as they were afterwards."""
+    names = [n for n in ("reconciler", "reconciler-2") if n in stack.processes]
+    originals = {n: stack.processes[n].env for n in names}
+    for name in names:
+        _restart_with(
+            stack,
+            name,
+            {
+                **originals[name],
+                "SIGNOFF_RECONCILER__ESCALATE_AFTER_S": "2",
+                "SIGNOFF_RECONCILER__ESCALATED_CHECK_EVERY_S": "1",
+            },
+        )
     try:
         yield
     finally:
-        if stack.processes["provider"].proc is None or (
-            stack.processes["provider"].proc.poll() is not None
-        ):
+        provider = stack.processes["provider"].proc
+        if provider is None or provider.poll() is not None:
             stack.restart("provider")
-        fast.stop()
-        back = ServiceProcess(
-            original.name, original.argv, original.env, original.port, original.log_dir
-        )
-        stack.processes["reconciler"] = back.start()
-        back.wait_healthy(60.0)
+        for name in names:
+            _restart_with(stack, name, originals[name])
 
 
 async def _in_flight_then_provider_down(stack: Stack, token: str, proposal_id: str) -> None:
