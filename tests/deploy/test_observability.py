@@ -122,6 +122,8 @@ def test_alerts_cover_the_failure_modes() -> None:
     for needle in (
         "signoff_proposals_contracts_republished_total",  # stuck executing
         "signoff_reconciler_open_checks",  # backlog growing
+        "signoff_reconciler_escalated_total",  # inconclusive past the bound: escalated
+        "signoff_reconciler_oldest_open_check_age_seconds",  # an uncertain attempt open long
         "signoff_outbox_oldest_unsent_age_seconds",  # outbox lag
         "signoff_messages_dead_lettered_total",  # DLQ not empty
         'result!="ok"',  # error rate

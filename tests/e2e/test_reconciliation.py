@@ -1,16 +1,23 @@
 """Uncertain refunds resolved by asking, through the real processes: a late success, a refund the
-provider never applied, an executor that died mid-call, and two reconcilers sharing 100 attempts.
+provider never applied, an executor that died mid-call, two reconcilers sharing 100 attempts, and
+a check still inconclusive past the bound — escalated, never failed, then concluded by a late
+provider answer or by an operator.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from assistants_kit import Person, model_admin
 from e2e_stack import Stack
 from signoff_runtime.testing import wait_until
+from signoff_runtime.testing.processes import ServiceProcess
 from sqlalchemy import text
 from test_lifecycle import propose_refund
 
@@ -251,3 +258,157 @@ async def _resolved_per_reconciler(stack: Stack) -> dict[str, float]:
             if line.startswith("signoff_reconciler_checks_total{") and 'result="resolved"' in line
         )
     return counts
+
+
+# -- uncertainty is never settled by a clock --------------------------------------------------
+
+
+def _restart_with(stack: Stack, name: str, env: dict[str, str]) -> None:
+    old = stack.processes[name]
+    old.stop()
+    fresh = ServiceProcess(old.name, old.argv, env, old.port, old.log_dir)
+    stack.processes[name] = fresh.start()
+    fresh.wait_healthy(60.0)
+
+
+@asynccontextmanager
+async def _escalating_soon(stack: Stack) -> AsyncIterator[None]:
+    """Every reconciler with a 2 s escalation bound (checking every second once escalated), and
+    the provider down for the block's uncertain refund; all as they were afterwards."""
+    names = [n for n in ("reconciler", "reconciler-2") if n in stack.processes]
+    originals = {n: stack.processes[n].env for n in names}
+    for name in names:
+        _restart_with(
+            stack,
+            name,
+            {
+                **originals[name],
+                "SIGNOFF_RECONCILER__ESCALATE_AFTER_S": "2",
+                "SIGNOFF_RECONCILER__ESCALATED_CHECK_EVERY_S": "1",
+            },
+        )
+    try:
+        yield
+    finally:
+        provider = stack.processes["provider"].proc
+        if provider is None or provider.poll() is not None:
+            stack.restart("provider")
+        for name in names:
+            _restart_with(stack, name, originals[name])
+
+
+async def _in_flight_then_provider_down(stack: Stack, token: str, proposal_id: str) -> None:
+    """Approve while the refund is held at the provider (8 s), then kill the provider: the
+    executor loses the answer and no lookup can conclude while it is down."""
+    assert (await stack.approve(token, proposal_id)).json()["result"] == "claimed"
+
+    async def in_flight() -> bool:
+        return bool([k for k in (await stack.ledger())["in_flight"] if proposal_id in k])
+
+    await wait_until(in_flight, what="the refund in flight")
+    stack.processes["provider"].kill()
+
+
+async def _escalated(stack: Stack, token: str, proposal_id: str) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        view = await stack.proposal(token, proposal_id)
+        return view if "escalated" in [a["action"] for a in view["audit"]] else None
+
+    view = await wait_until(probe, timeout=45, what="the check escalated")
+    assert view["status"] == "needs_reconciliation", view  # escalated, not failed
+    assert view["outcome"]["type"] == "needs_reconciliation"
+    return view
+
+
+async def _stuck_first(stack: Stack, proposal_id: str) -> None:
+    listed = await stack.signoff("proposals", "stuck", "--json", "--limit", "1000")
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    ids = [row["id"] for row in rows]
+    assert proposal_id in ids, ids
+    ahead = rows[: ids.index(proposal_id) + 1]
+    assert all(row["escalated_at"] is not None for row in ahead), ahead  # escalated ones first
+
+
+async def test_an_escalated_check_is_concluded_by_an_operator_and_never_said_failed(
+    stack: Stack,
+) -> None:
+    org, token = await _org(stack)
+    person = Person(stack, org)
+    conversation = await person.open()
+    async with model_admin(stack, "club.order_demo"):
+        said = await person.say(conversation, "Was this order charged correctly?")
+    [card] = [m for m in said if m["code"] == "proposal_ready"]
+    proposal_id = str(card["proposal_id"])
+    ref = await _payment_ref(stack, org)
+    await stack.faults([{"mode": "delay", "delay_ms": 8000, "payment_ref": ref}])
+
+    async with _escalating_soon(stack):
+        await _in_flight_then_provider_down(stack, token, proposal_id)
+        await _escalated(stack, token, proposal_id)
+        await _stuck_first(stack, proposal_id)
+        [told] = await person.message_with(conversation, "proposal_needs_reconciliation")
+        assert told["text"].startswith("Waiting for confirmation"), told
+        manager = org["users"]["manager"]["id"]
+        async with stack.engine.begin() as conn:
+            await conn.execute(
+                text("UPDATE club.users SET locale = 'fr' WHERE id = :u"), {"u": manager}
+            )
+        try:
+            messages = (await person.conversation(conversation))["messages"]
+        finally:
+            async with stack.engine.begin() as conn:
+                await conn.execute(
+                    text("UPDATE club.users SET locale = 'en' WHERE id = :u"), {"u": manager}
+                )
+        [dit] = [m for m in messages if m["code"] == "proposal_needs_reconciliation"]
+        assert dit["text"].startswith("En attente de confirmation"), dit
+        assert not [m for m in messages if m["code"] == "proposal_failed"]
+
+        resolved = await stack.signoff(
+            "reconcile",
+            proposal_id,
+            "--resolve",
+            "succeeded",
+            "--note",
+            "the provider's dashboard shows the refund",
+            "--operator",
+            "alice",
+        )
+        assert resolved.returncode == 0, resolved.stderr
+        view = await stack.settled(token, proposal_id)
+
+    assert view["status"] == "succeeded", view
+    trail = [(a["actor"], a["action"]) for a in view["audit"]]
+    assert trail.index(("system:reconciler", "escalated")) < trail.index(
+        ("operator:alice", "outcome")
+    )
+    assert ("operator:alice", "operator_outcome_ignored") not in trail
+    assert not [
+        m
+        for m in (await person.conversation(conversation))["messages"]
+        if m["code"] == "proposal_failed"
+    ]
+
+
+async def test_a_late_provider_answer_concludes_an_escalated_check(stack: Stack) -> None:
+    org, token = await _org(stack)
+    proposal_id = await propose_refund(stack, org, token)
+    ref = await _payment_ref(stack, org)
+    await stack.faults([{"mode": "delay", "delay_ms": 8000, "payment_ref": ref}])
+
+    async with _escalating_soon(stack):
+        await _in_flight_then_provider_down(stack, token, proposal_id)
+        await _escalated(stack, token, proposal_id)
+        page = await stack.reconciliation(token, proposal_id)
+        assert page["state"] == "checking" and page["attempt"]["escalated"] is True, page
+        stack.restart("provider")  # back, empty: the refund died with it — an answer at last
+        view = await stack.settled(token, proposal_id, within=45)
+
+    assert view["status"] == "revision_required", view  # what the provider says, not a clock
+    assert view["outcome"]["reason"]["code"] == "refund_not_applied"
+    trail = [(a["actor"], a["action"]) for a in view["audit"]]
+    assert trail.index(("system:reconciler", "escalated")) < trail.index(
+        ("system:reconciler", "outcome")
+    )
+    assert await _effects(stack, proposal_id) == []

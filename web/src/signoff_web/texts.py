@@ -182,10 +182,10 @@ OUTCOMES: dict[str, dict[Locale, str]] = {
     #: a success whose stored result the operation's ``render_result`` put in words
     "succeeded_result": {"en": "Done: {result}", "fr": "C'est fait : {result}"},
     "needs_reconciliation": {
-        "en": "Not certain yet: signoff is checking with the provider whether “{title}” "
-        "took effect.",
-        "fr": "Pas encore certain : signoff vérifie auprès du fournisseur si « {title} » a "
-        "pris effet.",
+        "en": "Waiting for confirmation: signoff keeps checking with the provider whether "
+        "“{title}” took effect, until the provider or an operator confirms it.",
+        "fr": "En attente de confirmation : signoff continue de vérifier auprès du fournisseur "
+        "si « {title} » a pris effet, jusqu'à ce que le fournisseur ou un opérateur le confirme.",
     },
     "revision_required": {
         "en": "Not carried out, nothing was changed: {detail}",
@@ -206,7 +206,7 @@ STATUS: dict[str, dict[Locale, str]] = {
     "withdrawn": {"en": "withdrawn", "fr": "retirée"},
     "expired": {"en": "expired", "fr": "expirée"},
     "superseded": {"en": "superseded", "fr": "remplacée"},
-    "needs_reconciliation": {"en": "needs reconciliation", "fr": "à vérifier"},
+    "needs_reconciliation": {"en": "waiting for confirmation", "fr": "en attente de confirmation"},
     "revision_required": {"en": "revision required", "fr": "révision nécessaire"},
     "resolved": {"en": "resolved", "fr": "résolue"},
 }

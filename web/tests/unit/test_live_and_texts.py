@@ -88,6 +88,23 @@ def test_a_succeeded_card_says_what_the_operation_did(locale: texts.Locale, said
     assert generic is not None and generic["text"] == texts.outcome("succeeded", locale, title="X")
 
 
+@pytest.mark.parametrize(
+    ("locale", "waiting"),
+    [("en", "waiting for confirmation"), ("fr", "en attente de confirmation")],
+)
+def test_an_uncertain_card_is_waiting_for_confirmation_never_failed(
+    locale: texts.Locale, waiting: str
+) -> None:
+    """A card whose effect is unknown — however long the check takes — says it is waiting."""
+    outcome = {"type": "needs_reconciliation", "status_path": "/v1/proposals/prp_1/reconciliation"}
+    shown = cards._outcome(outcome, locale, "Refund", None)
+    status = texts.status("needs_reconciliation", locale)
+    assert shown is not None and shown["status_path"] == outcome["status_path"]
+    assert status == waiting and shown["text"].lower().startswith(waiting)
+    for said in (status, shown["text"].lower()):
+        assert "fail" not in said and "échec" not in said and "échou" not in said
+
+
 class _Agent:
     def __init__(self) -> None:
         self.calls = 0

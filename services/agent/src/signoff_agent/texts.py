@@ -40,10 +40,13 @@ MESSAGES: dict[str, dict[Locale, str]] = {
         "fr": "C'est fait : {result}",
     },
     "proposal_needs_reconciliation": {
-        "en": "The result of the approved proposal is not certain yet; signoff is checking "
-        "with the provider. Follow it at {status_path}.",
-        "fr": "Le résultat de la proposition approuvée n'est pas encore certain ; signoff "
-        "vérifie auprès du fournisseur. Suivez-le sur {status_path}.",
+        "en": "Waiting for confirmation: the result of the approved proposal is not certain "
+        "yet, so signoff keeps checking with the provider (nothing is sent twice) until the "
+        "provider or an operator confirms it. Follow it at {status_path}.",
+        "fr": "En attente de confirmation : le résultat de la proposition approuvée n'est pas "
+        "encore certain, alors signoff continue de vérifier auprès du fournisseur (rien n'est "
+        "envoyé deux fois) jusqu'à ce que le fournisseur ou un opérateur le confirme. "
+        "Suivez-le sur {status_path}.",
     },
     "proposal_revision_required": {
         "en": "The approved proposal was not carried out: {reason} Nothing was changed. "

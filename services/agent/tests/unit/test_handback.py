@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from signoff_agent import texts
 from signoff_agent.handback import Notice, plan, resolution_text
 from signoff_contracts.outcomes import (
     NeedsReconciliation,
@@ -145,3 +146,24 @@ def test_an_edited_payload_appears_in_the_synthetic_message() -> None:
         "[Answer to “Send the newsletter?”] Approved. "
         'With the payload edited to: {"subject": "Spring (final)"}'
     )
+
+
+@pytest.mark.parametrize(
+    ("locale", "waiting"),
+    [("en", "Waiting for confirmation"), ("fr", "En attente de confirmation")],
+)
+def test_an_uncertain_outcome_is_waiting_for_confirmation_never_failed(
+    locale: str, waiting: str
+) -> None:
+    """However long the check takes (escalated or not), the hand-back never says it failed."""
+    [notice] = plan(
+        _event(
+            "outcome",
+            status="needs_reconciliation",
+            outcome=NeedsReconciliation(status_path="/v1/proposals/prp_1/reconciliation"),
+        )
+    )
+    said = texts.render(notice.code, notice.params, locale)  # type: ignore[arg-type]
+    assert said.startswith(waiting) and "/v1/proposals/prp_1/reconciliation" in said
+    for failed in ("fail", "échou", "will not be retried", "ne sera pas relancée"):
+        assert failed not in said.lower()

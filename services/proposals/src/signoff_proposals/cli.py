@@ -1,9 +1,10 @@
 """``signoff proposals …``: operator commands reading the proposals schema directly.
 
 ``show ID`` prints a proposal's status and its audit trail (oldest first), or ``--json`` for
-machines. ``stuck`` lists proposals executing or needing reconciliation, oldest claim first, with
-their age and the last reconciliation check. They read the database named by the usual settings
-(``SIGNOFF_DB__URL``).
+machines. ``stuck`` lists proposals executing or needing reconciliation — those whose check was
+escalated (inconclusive past the reconciler's bound: an operator must conclude them) first, then
+oldest claim first — with their age and the last reconciliation check. They read the database
+named by the usual settings (``SIGNOFF_DB__URL``).
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def stuck(
     limit: int = typer.Option(50, "--limit", min=1, max=1000),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
 ) -> None:
-    """Proposals executing or needing reconciliation, oldest first, with their last check."""
+    """Proposals executing or needing reconciliation, escalated first, then oldest first, with
+    their last check."""
     try:
         rows = asyncio.run(_stuck(ProposalsSettings(), limit))
     except (DBAPIError, OSError) as exc:
@@ -95,8 +97,9 @@ def stuck(
             if row["check_number"] is not None
             else "no check yet"
         )
+        escalated = "ESCALATED  " if row["escalated_at"] is not None else ""
         typer.echo(
-            f"{row['id']}  {row['status']:<21} age={_age(row['age_s']):>8}  "
+            f"{row['id']}  {escalated}{row['status']:<21} age={_age(row['age_s']):>8}  "
             f"{row['operation_kind']}  org={row['organization_id']}  {last}"
         )
 

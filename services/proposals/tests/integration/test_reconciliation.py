@@ -1,6 +1,7 @@
 """The reconciliation status page and the operator's side of the proposals service: checks stored
 once and shown to their own organization only, operator outcomes audited and applied once,
-``signoff proposals stuck``, and a typed rejection for a command whose handling keeps failing."""
+``signoff proposals stuck`` (escalated checks audited and listed first), and a typed rejection
+for a command whose handling keeps failing."""
 
 from __future__ import annotations
 
@@ -184,6 +185,61 @@ async def test_stuck_lists_in_progress_proposals_oldest_first_with_their_last_ch
     await wait_until(lambda: _has(service, older, 1), what="the check")
     newer, _, _, _ = await _needs_reconciliation(service)
 
+    listed = [row for row in await _stuck(database_url) if row["id"] in (older, newer)]
+    assert [row["id"] for row in listed] == [older, newer]
+    assert listed[0]["result"] == "pending" and listed[0]["check_number"] == 1
+    assert listed[0]["age_s"] >= 3 * 3600 and listed[1]["check_number"] is None
+    assert listed[0]["escalated_at"] is None
+
+
+async def test_an_escalated_check_is_audited_once_listed_first_and_concluded_by_an_operator(
+    service: Harness, database_url: str
+) -> None:
+    older, _, _, _ = await _needs_reconciliation(service)
+    await service.set(older, "decided_at = now() - interval '5 hours'")
+    pid, contract_id, token, _ = await _needs_reconciliation(service)
+    await _publish_check(service, _checked(pid, 1, "pending"))
+    later = datetime.now(UTC) + timedelta(hours=1)
+    escalation = _checked(
+        pid, 2, "pending", escalated=True, detail="escalated after 86400s", next_check_at=later
+    )
+    for message in (escalation, escalation):  # the second is a redelivered copy
+        await _publish_check(service, message)
+    await _publish_check(service, _checked(pid, 3, "error", detail="ProviderUnavailable"))
+    await wait_until(lambda: _has(service, pid, 3), what="three checks stored")
+
+    trail = await service.audit(pid)
+    [escalated] = [a for a in trail if a.action == "escalated"]
+    assert escalated.actor == "system:reconciler" and escalated.to_status is None
+    assert escalated.detail["check"] == 2 and escalated.detail["attempt_id"] == "att_1"
+    assert (await service.row(pid)).status == "needs_reconciliation"  # not failed by a clock
+    path = f"/v1/proposals/{pid}/reconciliation"
+    page = (await service.http.get(path, headers={"Authorization": f"Bearer {token}"})).json()
+    assert page["state"] == "checking" and page["attempt"]["escalated"] is True
+    assert [c["escalated"] for c in page["checks"]] == [False, True, False]
+
+    listed = [row for row in await _stuck(database_url) if row["id"] in (older, pid)]
+    assert [row["id"] for row in listed] == [pid, older]  # escalated first, though younger
+    assert listed[0]["escalated_at"] is not None and listed[1]["escalated_at"] is None
+
+    verdict = _report(
+        pid,
+        contract_id,
+        Succeeded(result={}),
+        reported_by="operator",
+        operator="alice",
+        note="the provider's dashboard shows it",
+    )
+    await service.report(verdict)
+    await _status(service, pid, "succeeded")
+    actions = [(a.actor, a.action) for a in await service.audit(pid)]
+    assert ("operator:alice", "outcome") in actions
+    assert not any(action == "operator_outcome_ignored" for _, action in actions)
+    assert [action for _, action in actions].count("escalated") == 1
+
+
+async def _stuck(database_url: str) -> list[dict[str, Any]]:
+    """``signoff proposals stuck --json``, as an operator runs it."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -199,10 +255,8 @@ async def test_stuck_lists_in_progress_proposals_oldest_first_with_their_last_ch
     )
     out, err = await process.communicate()
     assert process.returncode == 0, err.decode()
-    listed = [row for row in json.loads(out) if row["id"] in (older, newer)]
-    assert [row["id"] for row in listed] == [older, newer]
-    assert listed[0]["result"] == "pending" and listed[0]["check_number"] == 1
-    assert listed[0]["age_s"] >= 3 * 3600 and listed[1]["check_number"] is None
+    rows: list[dict[str, Any]] = json.loads(out)
+    return rows
 
 
 class _Broken(GrantPoints):

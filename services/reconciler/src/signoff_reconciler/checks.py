@@ -8,10 +8,14 @@ the check is due again after an exponential, capped back-off. Every check, concl
 recorded for the proposal's status page (``ReconciliationChecked``).
 
 A failed check (the provider is down, the operation raised) is rescheduled like an inconclusive
-one. A check still inconclusive ``give_up_after_s`` after it opened ends ``TerminalFailure`` with
-a correlation id and counts in ``signoff_reconciler_gave_up_total`` — an operator's alert. A
-commit that fails in doubt needs no special care: the conditional writes of ``repository`` match
-nothing if it did land, and if it did not, the check is due again when its lease runs out.
+one. Uncertainty is never settled by a clock: a check still inconclusive ``escalate_after_s``
+after it opened is *escalated* — it stays open (the proposal stays ``needs_reconciliation``), the
+check record says so (``ReconciliationChecked.escalated``: the proposals service audits it and
+lists it first as stuck), it counts in ``signoff_reconciler_escalated_total`` — an operator's
+alert — and it is asked about every ``escalated_check_every_s`` from then on, until the provider
+answers or an operator resolves it (``signoff reconcile ID --resolve``). A commit that fails in
+doubt needs no special care: the conditional writes of ``repository`` match nothing if it did
+land, and if it did not, the check is due again when its lease runs out.
 
 Every ``scan_interval_s`` the loop also asks each external operation for *stranded* attempts
 (pending or unknown well past their lease: an executor died between recording the attempt and
@@ -29,9 +33,8 @@ import time
 from collections.abc import Awaitable, Callable
 
 import structlog
-from signoff_contracts.ids import new_id
 from signoff_contracts.operations import ExternalOperation
-from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, TerminalFailure
+from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.topology import Topology
@@ -115,9 +118,10 @@ class Checker:
     async def observe(self) -> None:
         """Refresh the open-checks gauges (the alert on checks nobody concludes)."""
         async with self._engine.connect() as conn:
-            count, oldest = await repository.open_summary(conn)
+            count, oldest, escalated = await repository.open_summary(conn)
         metrics.OPEN_CHECKS.set(count)
         metrics.OLDEST_OPEN_CHECK.set(oldest)
+        metrics.ESCALATED_OPEN_CHECKS.set(escalated)
 
     async def _guarded(self, step: Callable[[], Awaitable[object]]) -> None:
         try:
@@ -155,13 +159,7 @@ class Checker:
                 await self._conclude(conn, locked, outcome)
                 log.info("reconciliation.resolved", outcome=outcome.type, checks=locked.checks + 1)
                 return "resolved"
-            if locked.age_s >= self._settings.give_up_after_s:
-                await self._give_up(conn, locked, "no answer")
-                return "gave_up"
-            next_at = await repository.reschedule(
-                conn, locked.id, self.owner, self._delay(locked), {"result": "pending"}
-            )
-            await reports.checked(conn, self._topology, locked, "pending", next_check_at=next_at)
+            await self._reschedule(conn, locked, "pending", None)
         return "pending"
 
     async def _conclude(
@@ -175,27 +173,6 @@ class Checker:
             metrics.WITHHELD.inc()
             log.warning("reconciliation.outcome_withheld", why="contract not known yet")
 
-    async def _give_up(self, conn: AsyncConnection, check: Check, why: str) -> None:
-        """The window passed without an answer: fail the proposal, alert an operator."""
-        failure = TerminalFailure(correlation_id=new_id("cor"))
-        message_id = await reports.outcome(conn, self._topology, check, failure)
-        await repository.resolve(
-            conn, check.id, self.owner, failure, message_id, status="gave_up", result="gave_up"
-        )
-        detail = (
-            f"gave up after {int(check.age_s)}s ({why}); correlation_id={failure.correlation_id}"
-        )
-        await reports.checked(conn, self._topology, check, "error", detail=detail)
-        metrics.GAVE_UP.labels(check.operation_kind).inc()
-        metrics.OUTCOMES.labels(failure.type).inc()
-        log.error(
-            "reconciliation.gave_up",
-            correlation_id=failure.correlation_id,
-            age_s=round(check.age_s),
-            checks=check.checks + 1,
-            why=why,
-        )
-
     async def _inconclusive(
         self, check: Check, result: str, detail: str, *, at_cap: bool = False
     ) -> None:
@@ -204,20 +181,59 @@ class Checker:
             locked = await repository.lock_leased(conn, check.id, self.owner)
             if locked is None:
                 return
-            if locked.age_s >= self._settings.give_up_after_s:
-                await self._give_up(conn, locked, detail)
-                return
-            delay = self._settings.max_backoff_s if at_cap else self._delay(locked)
-            next_at = await repository.reschedule(
-                conn, locked.id, self.owner, delay, {"result": result, "error": detail}
-            )
-            await reports.checked(
-                conn, self._topology, locked, "error", detail=detail, next_check_at=next_at
-            )
+            await self._reschedule(conn, locked, result, detail, at_cap=at_cap)
 
-    def _delay(self, check: Check) -> float:
-        return backoff_s(
-            check.checks + 1,
-            base_s=self._settings.base_backoff_s,
-            cap_s=self._settings.max_backoff_s,
+    async def _reschedule(
+        self,
+        conn: AsyncConnection,
+        check: Check,
+        result: str,
+        detail: str | None,
+        *,
+        at_cap: bool = False,
+    ) -> None:
+        """Still no answer: ask again later — escalating, once, past the bound; never failing."""
+        escalate = not check.escalated and check.age_s >= self._settings.escalate_after_s
+        delay = self._delay(check, at_cap=at_cap, escalated=check.escalated or escalate)
+        last: dict[str, object] = {"result": result}
+        if detail is not None:
+            last["error"] = detail
+        if escalate:
+            last["escalated"] = True
+        next_at = await repository.reschedule(
+            conn, check.id, self.owner, delay, last, escalate=escalate
         )
+        if escalate:
+            detail = f"escalated after {int(check.age_s)}s without an answer" + (
+                f" ({detail})" if detail else ""
+            )
+            metrics.ESCALATED.labels(check.operation_kind).inc()
+            log.error(
+                "reconciliation.escalated",
+                age_s=round(check.age_s),
+                checks=check.checks + 1,
+                next_check_at=None if next_at is None else next_at.isoformat(),
+            )
+        await reports.checked(
+            conn,
+            self._topology,
+            check,
+            "pending" if result == "pending" else "error",
+            detail=detail,
+            next_check_at=next_at,
+            escalated=escalate,
+        )
+
+    def _delay(self, check: Check, *, at_cap: bool = False, escalated: bool = False) -> float:
+        """The back-off before the next check: exponential and capped, and once escalated the
+        slower ``escalated_check_every_s`` (or the back-off, if that is longer)."""
+        delay = (
+            self._settings.max_backoff_s
+            if at_cap
+            else backoff_s(
+                check.checks + 1,
+                base_s=self._settings.base_backoff_s,
+                cap_s=self._settings.max_backoff_s,
+            )
+        )
+        return max(delay, self._settings.escalated_check_every_s) if escalated else delay

@@ -182,6 +182,11 @@ def _print_checks(found: list[CheckState], as_json: bool) -> None:
         )
         if c.last_result:
             typer.echo(f"  last check {c.last_checked_at}: {json.dumps(c.last_result)}")
+        if c.escalated_at is not None and c.status == "open":
+            typer.echo(
+                f"  escalated {c.escalated_at.isoformat()}: no answer yet; resolve it with "
+                "--resolve succeeded|failed --note … once you know"
+            )
         if c.status == "open":
             typer.echo(f"  next check {c.next_check_at.isoformat()}")
         if c.outcome:

@@ -19,14 +19,19 @@ REQUESTS = Counter(
     "ReconciliationRequired messages, by result (recorded / duplicate).",
     ["result"],
 )
-GAVE_UP = Counter(
-    "signoff_reconciler_gave_up_total",
-    "Checks that stayed inconclusive past SIGNOFF_RECONCILER__GIVE_UP_AFTER_S and ended failed "
-    "(alert on any increase: an operator must look, by the correlation id in the logs).",
+ESCALATED = Counter(
+    "signoff_reconciler_escalated_total",
+    "Checks still inconclusive past SIGNOFF_RECONCILER__ESCALATE_AFTER_S, escalated to operators "
+    "(alert on any increase: the check stays open and is asked about more slowly until the "
+    "provider or an operator — signoff reconcile ID --resolve — concludes it).",
     ["kind"],
 )
 OPEN_CHECKS = Gauge(
     "signoff_reconciler_open_checks", "Checks of uncertain attempts not concluded yet."
+)
+ESCALATED_OPEN_CHECKS = Gauge(
+    "signoff_reconciler_escalated_open_checks",
+    "Escalated checks not concluded yet (each needs an operator's eye).",
 )
 OLDEST_OPEN_CHECK = Gauge(
     "signoff_reconciler_oldest_open_check_age_seconds",

@@ -6,7 +6,9 @@ there is still exactly one place that does. ``resolve`` is for when the provider
 says what its API cannot: in one transaction holding the check row (a reconciler mid-check
 finishes first), the operation records the verdict in its domain (``settle_by_operator``), the
 check is resolved by the operator with their note, and ``OutcomeReported(reported_by="operator")``
-and a ``manual`` check record go to the outbox. A resolved check is refused a second time.
+and a ``manual`` check record go to the outbox. A resolved check is refused a second time; an
+escalated one (still open, past the reconciler's bound) is resolved like any open check, and so
+is a ``gave_up`` one left from before escalation replaced giving up.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ _STATE = (
     "id, attempt_id, proposal_id, contract_id, operation_kind, contract_version, "
     "required_message_id, checks, extract(epoch FROM now() - created_at)::float8 AS age_s, "
     "status, found_by, last_result, last_checked_at, next_check_at, outcome, resolved_by, "
-    "operator, note, created_at, resolved_at"
+    "operator, note, created_at, resolved_at, escalated_at"
 )
 
 
@@ -60,6 +62,7 @@ class CheckState:
     note: str | None
     created_at: datetime
     resolved_at: datetime | None
+    escalated_at: datetime | None = None
 
     def as_check(self) -> Check:
         return Check(
@@ -72,6 +75,7 @@ class CheckState:
             required_message_id=self.required_message_id,
             checks=self.checks,
             age_s=self.age_s,
+            escalated=self.escalated_at is not None,
         )
 
 

@@ -3,7 +3,8 @@
 ``OutcomeReported`` (exchange ``outcomes``, routing key ``execution.outcome``) carries the
 authoritative outcome to the proposals service; ``ReconciliationChecked`` (routing key
 ``execution.reconciliation_checked``) records every check, conclusive or not, for the proposal's
-status page. An outcome needs the contract id (the proposals service ignores a report for another
+status page (and, with ``escalated``, the one check that found it inconclusive past the bound).
+An outcome needs the contract id (the proposals service ignores a report for another
 contract): a check the stranded scan opened without one has its report withheld until a
 ``ReconciliationRequired`` names the contract (``withheld``).
 """
@@ -80,6 +81,7 @@ async def checked(
     *,
     detail: str | None = None,
     next_check_at: datetime | None = None,
+    escalated: bool = False,
 ) -> None:
     """Enqueue the record of check number ``check.checks + 1``."""
     message = ReconciliationChecked(
@@ -92,6 +94,7 @@ async def checked(
         result=result,
         detail=None if detail is None else detail[:500],
         next_check_at=next_check_at,
+        escalated=escalated,
     )
     await enqueue(
         conn,

@@ -32,11 +32,14 @@ class Check:
     checks: int
     #: seconds since the check opened, by the database clock
     age_s: float = 0.0
+    #: past the escalation bound already (operators were alerted once)
+    escalated: bool = False
 
 
 _COLUMNS = (
     "id, attempt_id, proposal_id, contract_id, operation_kind, contract_version, "
-    "required_message_id, checks, extract(epoch FROM now() - created_at)::float8 AS age_s"
+    "required_message_id, checks, extract(epoch FROM now() - created_at)::float8 AS age_s, "
+    "escalated_at IS NOT NULL AS escalated"
 )
 
 
@@ -140,14 +143,11 @@ async def resolve(
     owner: str,
     outcome: OperationOutcome,
     message_id: str | None,
-    *,
-    status: str = "resolved",
-    result: str = "resolved",
 ) -> None:
-    """Conclude a leased check (``gave_up`` when the window passed without an answer)."""
+    """Conclude a leased check with the authoritative outcome."""
     await conn.execute(
         text(
-            "UPDATE reconciler.checks SET status = :status, checks = checks + 1, "
+            "UPDATE reconciler.checks SET status = 'resolved', checks = checks + 1, "
             "last_checked_at = now(), resolved_at = now(), outcome = CAST(:outcome AS jsonb), "
             "last_result = CAST(:result AS jsonb), outcome_message_id = :mid, "
             "resolved_by = 'reconciler', lease_owner = NULL, lease_until = NULL "
@@ -156,28 +156,42 @@ async def resolve(
         {
             "id": check_id,
             "owner": owner,
-            "status": status,
             "outcome": json.dumps(outcome.model_dump(mode="json")),
-            "result": json.dumps({"result": result, "outcome": outcome.type}),
+            "result": json.dumps({"result": "resolved", "outcome": outcome.type}),
             "mid": message_id,
         },
     )
 
 
 async def reschedule(
-    conn: AsyncConnection, check_id: int, owner: str, delay_s: float, result: dict[str, Any]
+    conn: AsyncConnection,
+    check_id: int,
+    owner: str,
+    delay_s: float,
+    result: dict[str, Any],
+    *,
+    escalate: bool = False,
 ) -> datetime | None:
-    """Count an inconclusive check and set the next one; the new ``next_check_at``."""
+    """Count an inconclusive check and set the next one (marking it escalated, the first time
+    it is past the bound, when ``escalate``); the new ``next_check_at``."""
     return (
         await conn.execute(
             text(
                 "UPDATE reconciler.checks SET checks = checks + 1, last_checked_at = now(), "
                 "next_check_at = now() + make_interval(secs => :delay), "
-                "last_result = CAST(:result AS jsonb), lease_owner = NULL, lease_until = NULL "
+                "last_result = CAST(:result AS jsonb), lease_owner = NULL, lease_until = NULL, "
+                "escalated_at = CASE WHEN :escalate THEN coalesce(escalated_at, now()) "
+                "ELSE escalated_at END "
                 "WHERE id = :id AND status = 'open' AND lease_owner = :owner "
                 "RETURNING next_check_at"
             ),
-            {"id": check_id, "owner": owner, "delay": delay_s, "result": json.dumps(result)},
+            {
+                "id": check_id,
+                "owner": owner,
+                "delay": delay_s,
+                "result": json.dumps(result),
+                "escalate": escalate,
+            },
         )
     ).scalar_one_or_none()
 
@@ -189,14 +203,16 @@ async def set_outcome_message(conn: AsyncConnection, check_id: int, message_id: 
     )
 
 
-async def open_summary(conn: AsyncConnection) -> tuple[int, float]:
-    """How many checks are open, and the age in seconds of the oldest (0 when none)."""
+async def open_summary(conn: AsyncConnection) -> tuple[int, float, int]:
+    """How many checks are open, the age in seconds of the oldest (0 when none), and how many
+    of the open ones are escalated."""
     row = (
         await conn.execute(
             text(
-                "SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 "
-                "FROM reconciler.checks WHERE status = 'open'"
+                "SELECT count(*), "
+                "coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8, "
+                "count(escalated_at) FROM reconciler.checks WHERE status = 'open'"
             )
         )
     ).one()
-    return int(row[0]), float(row[1])
+    return int(row[0]), float(row[1]), int(row[2])

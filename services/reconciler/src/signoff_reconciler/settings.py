@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 from signoff_runtime.settings import ServiceSettings
 
 
@@ -20,9 +20,20 @@ class ReconcilerGroup(BaseModel):
     max_backoff_s: float = Field(default=300.0, gt=0)
     #: a leased check is due again after this long if its reconciler died mid-check
     lease_s: float = Field(default=120.0, gt=0)
-    #: a check still inconclusive this long after it opened ends ``failed`` with a correlation
-    #: id and raises the operator alert (``signoff_reconciler_gave_up_total``)
-    give_up_after_s: float = Field(default=86_400.0, gt=0)
+    #: a check still inconclusive this long after it opened is *escalated*: it stays open (the
+    #: proposal stays ``needs_reconciliation``), operators are alerted
+    #: (``signoff_reconciler_escalated_total``) and it is listed first by ``signoff proposals
+    #: stuck``. Nothing turns "we don't know" into ``failed``: only an authoritative answer
+    #: (the provider's, or an operator's ``signoff reconcile ID --resolve``) concludes it. The
+    #: old name ``GIVE_UP_AFTER_S`` is still read, with the new meaning.
+    escalate_after_s: float = Field(
+        default=86_400.0,
+        gt=0,
+        validation_alias=AliasChoices("escalate_after_s", "give_up_after_s"),
+    )
+    #: once escalated, a check is asked about this often (the slower pace: the provider had a
+    #: day to answer, and an operator is looking)
+    escalated_check_every_s: float = Field(default=3_600.0, gt=0)
     #: how often each reconciler asks the operations for stranded attempts, and how long past
     #: an attempt's lease (and client timeout) it must be before it counts as stranded
     scan_interval_s: float = Field(default=30.0, gt=0)

@@ -59,6 +59,10 @@ checks = Table(
     Column("resolved_by", Text),
     Column("operator", Text),
     Column("note", Text),
+    #: when the check was first found inconclusive past the escalation bound (it stays open)
+    Column("escalated_at", DateTime(timezone=True)),
+    #: ``gave_up`` only on rows from before escalation replaced giving up (an operator may
+    #: still resolve them)
     CheckConstraint("status IN ('open', 'resolved', 'gave_up')", name="ck_checks_status"),
     Index("ix_checks_due", "next_check_at", postgresql_where=text("status = 'open'")),
     Index("ix_checks_proposal_id", "proposal_id"),

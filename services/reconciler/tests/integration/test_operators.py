@@ -1,5 +1,5 @@
-"""Giving up with an alert, the stranded-attempt scan, and what an operator may do to a check:
-check it now, resolve it by hand — once — against real PostgreSQL."""
+"""Escalating (never failing) a check past the bound, the stranded-attempt scan, and what an
+operator may do to a check: check it now, resolve it by hand — once — against real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -85,38 +85,110 @@ async def open_check(engine: AsyncEngine, message: ReconciliationRequired) -> No
         assert await repository.record(conn, message)
 
 
-async def test_a_check_past_the_window_gives_up_with_an_alert(
+async def _age(engine: AsyncEngine, attempt_id: str, hours: int = 2) -> None:
+    """Make the check look opened ``hours`` ago, and due now (the database clock decides)."""
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(
+                "UPDATE reconciler.checks SET created_at = now() - make_interval(hours => :age), "
+                "next_check_at = now() WHERE attempt_id = :a"
+            ),
+            {"a": attempt_id, "age": hours},
+        )
+
+
+async def _escalated(
+    engine: AsyncEngine, topology: Topology, operations: Operations, message: ReconciliationRequired
+) -> None:
+    """A check that stayed inconclusive past the bound: escalated by its second check."""
+    await open_check(engine, message)
+    async with checker(engine, topology, operations, escalate_after_s=3600) as c:
+        assert await c.pass_once() >= 1  # young: inconclusive, asked again soon
+        await _age(engine, message.attempt_id)
+        assert await c.pass_once() >= 1
+
+
+async def test_a_check_past_the_bound_is_escalated_not_failed_and_checked_more_slowly(
     engine: AsyncEngine, topology: Topology, operations: Operations, transfer: Any
 ) -> None:
     message = required()
-    await open_check(engine, message)
-    gave_up = metrics.GAVE_UP.labels("ledger.transfer")._value.get()
-    async with checker(engine, topology, operations, give_up_after_s=3600) as c:
-        assert await c.pass_once() >= 1  # young: inconclusive, asked again later
-        async with engine.begin() as conn:
+    escalated = metrics.ESCALATED.labels("ledger.transfer")._value.get()
+    await _escalated(engine, topology, operations, message)
+
+    row = await check_row(engine, message.attempt_id)
+    assert row.status == "open" and row.outcome is None and row.escalated_at is not None
+    assert await outbox(engine, message.proposal_id, "execution.outcome") == []  # no "failed"
+    first, second = await outbox(engine, message.proposal_id, "execution.reconciliation_checked")
+    assert (first.check, first.result, first.escalated) == (1, "pending", False)
+    assert (second.check, second.result, second.escalated) == (2, "pending", True)
+    assert second.detail is not None and "escalated" in second.detail
+    assert second.next_check_at is not None and first.next_check_at is not None
+    async with engine.connect() as conn:
+        wait_s = (
             await conn.execute(
-                text(
-                    "UPDATE reconciler.checks SET created_at = now() - interval '2 hours', "
-                    "next_check_at = now() WHERE attempt_id = :a"
-                ),
-                {"a": message.attempt_id},
+                text("SELECT extract(epoch FROM CAST(:at AS timestamptz) - now())::float8"),
+                {"at": second.next_check_at},
             )
+        ).scalar_one()
+    assert wait_s > 3000  # the slower pace: escalated_check_every_s, not the 2 s back-off
+    assert metrics.ESCALATED.labels("ledger.transfer")._value.get() == escalated + 1
+
+    async with checker(engine, topology, operations, escalate_after_s=3600) as c:
         await c.observe()
         assert metrics.OLDEST_OPEN_CHECK._value.get() >= 7200
+        assert metrics.ESCALATED_OPEN_CHECKS._value.get() >= 1
+        await _age(engine, message.attempt_id, 3)  # due again, still no answer
+        assert await c.pass_once() >= 1
+    third = (await outbox(engine, message.proposal_id, "execution.reconciliation_checked"))[-1]
+    assert (third.check, third.result, third.escalated) == (3, "pending", False)  # alerted once
+    assert metrics.ESCALATED.labels("ledger.transfer")._value.get() == escalated + 1
+    assert (await check_row(engine, message.attempt_id)).status == "open"
+    assert transfer.asked[message.attempt_id] == 3
+
+
+async def test_a_late_provider_answer_concludes_an_escalated_check(
+    engine: AsyncEngine, topology: Topology, operations: Operations, transfer: Any
+) -> None:
+    message = required()
+    await _escalated(engine, topology, operations, message)
+    transfer.script[message.attempt_id] = [Succeeded(result={"amount": 35})]
+    await _age(engine, message.attempt_id, 72)
+    async with checker(engine, topology, operations, escalate_after_s=3600) as c:
         assert await c.pass_once() >= 1
 
     row = await check_row(engine, message.attempt_id)
-    assert row.status == "gave_up" and row.outcome["type"] == "failed"
+    assert (row.status, row.resolved_by, row.outcome["type"]) == (
+        "resolved",
+        "reconciler",
+        "succeeded",
+    )
     [report] = await outbox(engine, message.proposal_id, "execution.outcome")
-    assert report.outcome.type == "failed" and report.reported_by == "reconciler"
-    assert report.outcome.correlation_id == row.outcome["correlation_id"]
-    first, last = await outbox(engine, message.proposal_id, "execution.reconciliation_checked")
-    assert (first.check, first.result, last.check, last.result) == (1, "pending", 2, "error")
-    assert first.next_check_at is not None
-    assert last.detail is not None and "gave up" in last.detail
-    assert report.outcome.correlation_id in last.detail
-    assert metrics.GAVE_UP.labels("ledger.transfer")._value.get() == gave_up + 1
-    assert transfer.asked[message.attempt_id] == 2
+    assert report.outcome == Succeeded(result={"amount": 35}) and report.reported_by == "reconciler"
+    last = (await outbox(engine, message.proposal_id, "execution.reconciliation_checked"))[-1]
+    assert (last.check, last.result) == (3, "applied")
+
+
+async def test_an_operator_concludes_an_escalated_check(
+    engine: AsyncEngine, topology: Topology, operations: Operations, transfer: Any
+) -> None:
+    message = required()
+    await _escalated(engine, topology, operations, message)
+
+    state, outcome = await operators.resolve(
+        engine,
+        topology,
+        operations,
+        message.proposal_id,
+        verdict="succeeded",
+        operator="alice",
+        note="the provider's dashboard shows it",
+    )
+
+    assert (state.status, state.operator) == ("resolved", "alice")
+    assert state.escalated_at is not None  # the history keeps when it was escalated
+    [report] = await outbox(engine, message.proposal_id, "execution.outcome")
+    assert (report.outcome, report.reported_by, report.operator) == (outcome, "operator", "alice")
+    assert transfer.verdicts == {message.attempt_id: True}
 
 
 async def test_the_scan_opens_stranded_attempts_and_their_outcome_waits_for_the_contract(

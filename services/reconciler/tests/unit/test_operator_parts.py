@@ -12,7 +12,7 @@ from signoff_contracts.reasons import Reason
 from signoff_reconciler.cli import reconcile_app
 from signoff_reconciler.dead_letters import jsonable, reason_of
 from signoff_reconciler.reports import result_of
-from signoff_reconciler.settings import ReconcilerSettings
+from signoff_reconciler.settings import ReconcilerGroup, ReconcilerSettings
 from typer.testing import CliRunner
 
 
@@ -62,12 +62,22 @@ def test_a_manual_resolution_needs_a_verdict_and_a_note(args: list[str], complai
     assert result.exit_code == 2 and complaint in result.output
 
 
-def test_give_up_and_scan_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SIGNOFF_RECONCILER__GIVE_UP_AFTER_S", "600")
+def test_escalation_and_scan_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIGNOFF_RECONCILER__ESCALATE_AFTER_S", "600")
+    monkeypatch.setenv("SIGNOFF_RECONCILER__ESCALATED_CHECK_EVERY_S", "900")
     monkeypatch.setenv("SIGNOFF_RECONCILER__SCAN_INTERVAL_S", "5")
     group = ReconcilerSettings().reconciler
-    assert (group.give_up_after_s, group.scan_interval_s, group.archive_dead_letters) == (
-        600.0,
-        5.0,
-        True,
-    )
+    assert (
+        group.escalate_after_s,
+        group.escalated_check_every_s,
+        group.scan_interval_s,
+        group.archive_dead_letters,
+    ) == (600.0, 900.0, 5.0, True)
+
+
+def test_the_old_give_up_setting_still_sets_the_escalation_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SIGNOFF_RECONCILER__GIVE_UP_AFTER_S", "1200")
+    assert ReconcilerSettings().reconciler.escalate_after_s == 1200.0
+    assert ReconcilerGroup(escalate_after_s=60).escalate_after_s == 60.0

@@ -85,6 +85,12 @@ class ReconciliationChecked(Envelope):
     result: Literal["pending", "applied", "not_applied", "error", "manual"]
     detail: str | None = Field(default=None, max_length=500, description="Safe, no payloads.")
     next_check_at: AwareDatetime | None = None
+    escalated: bool = Field(
+        default=False,
+        description="True on the check that found the attempt still inconclusive past the "
+        "reconciler's escalation bound: operators are alerted and checking goes on, slower. "
+        "Uncertainty is never settled by a clock.",
+    )
 
 
 class ReconciliationRequired(Envelope):
