@@ -2,7 +2,8 @@
 
 ``executions`` is the executor's memory of a contract, keyed by ``contract_id``. Its row is
 written in the same transaction as the contract's effect, so "was this contract run?" has exactly
-one answer, and competing executors serialize on it (insert, then ``SELECT … FOR UPDATE``).
+one answer, and competing executors serialize on it: one ``INSERT … ON CONFLICT DO UPDATE …
+RETURNING`` inserts the row or locks the existing one (``repository.claim``).
 
 ``status``: ``started`` exists only inside the transaction that inserted the row (it never
 commits as such); ``attempting`` means an external call may be under way or may have happened

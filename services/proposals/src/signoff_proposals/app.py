@@ -1,9 +1,9 @@
 """Wiring: the FastAPI application whose lifespan runs the consumers and the loops.
 
-One process holds the HTTP API, three AMQP consumers (requests, approval commands, outcomes)
-and loops (the outbox relay, the expiry sweep, the stuck-execution sweep, the event
-streams' ``LISTEN``). Every part is
-safe to run in several replicas: claims are conditional UPDATEs, sweeps and the relay take rows
+One process holds the HTTP API, five AMQP consumers (proposal requests, approval commands,
+pause-point requests, outcomes, reconciliation checks) and five loops (the outbox relay, the
+state gauge, the expiry sweep, the stuck-execution sweep, the event streams' ``LISTEN``). Every
+part is safe to run in several replicas: claims are conditional UPDATEs, sweeps and the relay take rows
 with ``SKIP LOCKED``.
 """
 

@@ -39,7 +39,7 @@ _TITLES = {
     "not_approvable": "This proposal cannot be revised now.",
     "not_resolvable": "This pause point cannot be resolved any more.",
     "invalid": "The command is not valid.",
-    "rate_limited": "Too many proposals are waiting for a decision.",
+    "rate_limited": "Too many decisions from this person in a short time; try again shortly.",
 }
 
 
