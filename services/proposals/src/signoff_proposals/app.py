@@ -3,8 +3,8 @@
 One process holds the HTTP API, five AMQP consumers (proposal requests, approval commands,
 pause-point requests, outcomes, reconciliation checks) and five loops (the outbox relay, the
 state gauge, the expiry sweep, the stuck-execution sweep, the event streams' ``LISTEN``). Every
-part is safe to run in several replicas: claims are conditional UPDATEs, sweeps and the relay take rows
-with ``SKIP LOCKED``.
+part is safe to run in several replicas: claims are conditional UPDATEs, sweeps and the relay
+take rows with ``SKIP LOCKED``.
 """
 
 from __future__ import annotations

@@ -82,11 +82,25 @@ async def decline(
     # that must not leave its proposals undeclinable.
     if op is not None and not op.authorize(actor_of(admitted), scope_of(row)):
         return await forbidden(tx, admitted, "decline")
-    declined = await repo.transition(
+    detail = {"reason": reason} if reason else None
+    return await end_pending(ctx, tx, admitted, ProposalStatus.DECLINED, reason, detail)
+
+
+async def end_pending(
+    ctx: Context,
+    tx: repo.Tx,
+    admitted: Admitted,
+    to: ProposalStatus,
+    reason: str | None,
+    detail: dict[str, Any] | None,
+) -> ApprovalReply:
+    """A person ends a pending proposal (``declined`` or ``withdrawn``): one conditional UPDATE,
+    its audit row and its ``decided`` event in the caller's transaction; executes nothing."""
+    ended = await repo.transition(
         tx,
-        row.id,
+        admitted.row.id,
         expected=[PENDING],
-        to=ProposalStatus.DECLINED,
+        to=to,
         unexpired=True,
         values={
             "decided_by": admitted.claims.sub,
@@ -94,19 +108,19 @@ async def decline(
             "decline_reason": reason,
         },
     )
-    if declined is None:
-        return await after_lost_claim(ctx, tx, row.id)
+    if ended is None:
+        return await after_lost_claim(ctx, tx, admitted.row.id)
     await repo.write_audit(
         tx,
-        row.id,
+        ended.id,
         actor=admitted.claims.sub,
-        action="declined",
+        action=to.value,
         from_status=PENDING,
-        to_status=ProposalStatus.DECLINED,
-        detail={"reason": reason} if reason else None,
+        to_status=to,
+        detail=detail,
     )
-    await announce(ctx, tx, "decided", declined)
-    return reply(domain.DECLINED, declined)
+    await announce(ctx, tx, "decided", ended)
+    return reply(domain.DECLINED if to is ProposalStatus.DECLINED else domain.WITHDRAWN, ended)
 
 
 async def admit(

@@ -20,16 +20,15 @@ from signoff_proposals import domain
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.decide import (
-    PENDING,
     actor_of,
     admit,
     after_lost_claim,
+    end_pending,
     forbidden,
     operation_of,
     reply,
     scope_of,
 )
-from signoff_proposals.outbox import announce
 
 
 async def withdraw(
@@ -50,33 +49,9 @@ async def withdraw(
     manager = op is not None and op.authorize(actor_of(admitted), scope_of(row))
     if not (proposer or manager or anyone):
         return await forbidden(tx, admitted, "withdraw")
-    withdrawn = await repo.transition(
-        tx,
-        row.id,
-        expected=[PENDING],
-        to=ProposalStatus.WITHDRAWN,
-        unexpired=True,
-        values={
-            "decided_by": admitted.claims.sub,
-            "decided_at": repo.DB_CLOCK,
-            "decline_reason": reason,
-        },
-    )
-    if withdrawn is None:
-        return await after_lost_claim(ctx, tx, row.id)
     detail: dict[str, Any] = {
         "as": "proposer" if proposer else "manager" if manager else "anyone (unsafe)"
     }
     if reason:
         detail["reason"] = reason
-    await repo.write_audit(
-        tx,
-        row.id,
-        actor=admitted.claims.sub,
-        action="withdrawn",
-        from_status=PENDING,
-        to_status=ProposalStatus.WITHDRAWN,
-        detail=detail,
-    )
-    await announce(ctx, tx, "decided", withdrawn)
-    return reply(domain.WITHDRAWN, withdrawn)
+    return await end_pending(ctx, tx, admitted, ProposalStatus.WITHDRAWN, reason, detail)
