@@ -69,14 +69,10 @@ async def approve(ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str
 async def decline(
     ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, reason: str | None = None
 ) -> ApprovalReply:
-    admitted = await admit(ctx, tx, token, proposal_id, "decline")
+    admitted = await admit_pending(ctx, tx, token, proposal_id, "decline")
     if isinstance(admitted, ApprovalReply):
         return admitted
     row = admitted.row
-    if (answer := domain.answer_for(ProposalStatus(row.status))) is not None:
-        return reply(answer, row)
-    if row.lapsed:
-        return await after_lost_claim(ctx, tx, row.id)
     op = operation_of(ctx, row)
     # Declining executes nothing: an operation no longer installed cannot vouch for a role, and
     # that must not leave its proposals undeclinable.
@@ -84,6 +80,22 @@ async def decline(
         return await forbidden(tx, admitted, "decline")
     detail = {"reason": reason} if reason else None
     return await end_pending(ctx, tx, admitted, ProposalStatus.DECLINED, reason, detail)
+
+
+async def admit_pending(
+    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, command: str
+) -> Admitted | ApprovalReply:
+    """``admit``, then the status table and the expiry: the person and a still-pending,
+    unexpired proposal, or the reply that ends the command (decline, withdraw)."""
+    admitted = await admit(ctx, tx, token, proposal_id, command)
+    if isinstance(admitted, ApprovalReply):
+        return admitted
+    row = admitted.row
+    if (answer := domain.answer_for(ProposalStatus(row.status))) is not None:
+        return reply(answer, row)
+    if row.lapsed:
+        return await after_lost_claim(ctx, tx, row.id)
+    return admitted
 
 
 async def end_pending(

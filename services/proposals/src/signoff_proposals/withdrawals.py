@@ -16,17 +16,14 @@ from typing import Any
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ApprovalReply
 
-from signoff_proposals import domain
 from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
 from signoff_proposals.decide import (
     actor_of,
-    admit,
-    after_lost_claim,
+    admit_pending,
     end_pending,
     forbidden,
     operation_of,
-    reply,
     scope_of,
 )
 
@@ -34,14 +31,10 @@ from signoff_proposals.decide import (
 async def withdraw(
     ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, reason: str | None = None
 ) -> ApprovalReply:
-    admitted = await admit(ctx, tx, token, proposal_id, "withdraw")
+    admitted = await admit_pending(ctx, tx, token, proposal_id, "withdraw")
     if isinstance(admitted, ApprovalReply):
         return admitted
     row = admitted.row
-    if (answer := domain.answer_for(ProposalStatus(row.status))) is not None:
-        return reply(answer, row)
-    if row.lapsed:
-        return await after_lost_claim(ctx, tx, row.id)
     proposer = row.requested_by == admitted.claims.sub
     # SIGNOFF_UNSAFE__WITHDRAW_ANYONES (tests only): any member may withdraw
     anyone = ctx.settings.unsafe.withdraw_anyones
