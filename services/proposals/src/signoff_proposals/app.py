@@ -15,12 +15,13 @@ from contextlib import asynccontextmanager
 import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory
-from signoff_runtime import unsafe
+from signoff_runtime import retention, unsafe
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.members import Members
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
+from signoff_runtime.retention import inbox_rule, outbox_rule
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE
@@ -34,7 +35,7 @@ from signoff_proposals.lifecycle import metrics as lifecycle_metrics
 from signoff_proposals.outcomes import routes as outcome_routes
 from signoff_proposals.pause_points import routes as pause_point_routes
 from signoff_proposals.settings import ProposalsSettings
-from signoff_proposals.tables import outbox
+from signoff_proposals.tables import inbox, outbox
 
 
 def create_app(
@@ -56,7 +57,10 @@ def create_app(
     )
     handlers.register(ctx, runtime.broker)
     hub = events.ChangeHub(asyncpg_dsn(settings.db.url), settings.unsafe.events_every_organization)
-    runtime.loops.extend([*_loops(ctx, runtime), hub.listen])
+    keep = settings.retention
+    rules = [outbox_rule(outbox, keep), inbox_rule(inbox, keep)]
+    pruning = retention.pruning(runtime.engine, rules, keep)
+    runtime.loops.extend([*_loops(ctx, runtime), hub.listen, pruning])
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
