@@ -18,8 +18,8 @@ from signoff_contracts.v1 import AuditEntry, ProposalView
 from signoff_runtime.db import create_engine
 from sqlalchemy.exc import DBAPIError
 
-from signoff_proposals import reconciliation
-from signoff_proposals import repository as repo
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.outcomes import reconciliation
 from signoff_proposals.settings import ProposalsSettings
 
 app = typer.Typer(
