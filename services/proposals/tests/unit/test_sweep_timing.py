@@ -31,7 +31,7 @@ async def test_only_rounds_that_did_something_are_timed() -> None:
         return calls >= 6
 
     before = _rounds("unit_sweep")
-    loop = asyncio.create_task(sweeps.every("unit_sweep", 0.01, 100, once)())
+    loop = asyncio.ensure_future(sweeps.every("unit_sweep", 0.01, 100, once)())
     try:
         await wait_until(six_rounds, what="six rounds")
     finally:
