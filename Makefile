@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
-PACKAGES := shared/contracts shared/runtime shared/conformance cli \
+PACKAGES := shared/contracts shared/runtime shared/conformance cli client \
 	examples/card_provider examples/club examples/scripted_model \
 	services/proposals services/executor services/reconciler services/agent web
 PYPROJECTS := $(foreach p,$(PACKAGES),$(p)/pyproject.toml)

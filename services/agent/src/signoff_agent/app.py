@@ -24,7 +24,7 @@ from signoff_runtime.rpc import Requester
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
-from signoff_agent import conversations, propose, section_routes, streams, tables
+from signoff_agent import catalogue, conversations, propose, section_routes, streams, tables
 from signoff_agent.handlers import Consumers
 from signoff_agent.model import ChatModel, build_model
 from signoff_agent.pausing import Pauser
@@ -101,6 +101,7 @@ def create_app(
         hub=hub,
         group=settings.agent,
     )
+    app.include_router(catalogue.router)
     app.include_router(propose.router)
     app.include_router(conversations.router)
     app.include_router(section_routes.router)

@@ -71,7 +71,8 @@ def create_app(
     app.state.context = ctx
     Members(settings.auth, people, runtime.engine, PROPOSALS_AUDIENCE).install(app)
     app.state.runtime = runtime
-    for feature in (proposal_reads, decision_routes, pause_point_routes, outcome_routes):
+    app.include_router(proposal_reads.router(ctx, hub))
+    for feature in (decision_routes, pause_point_routes, outcome_routes):
         app.include_router(feature.router(ctx))
     app.include_router(events.router(ctx, hub))
     install_standard_routes(app, {"db": runtime.db_ok, "broker": runtime.broker_ok}, settings)

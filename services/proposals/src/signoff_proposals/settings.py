@@ -34,6 +34,8 @@ class ProposalsGroup(BaseModel):
     stream_recheck_s: float = Field(default=30.0, gt=0)
     #: open streams per person and process (each open page of a frontend holds one)
     stream_max_per_person: int = Field(default=64, ge=1)
+    #: the longest ``GET /v1/proposals/{id}?wait=S`` holds its answer (a larger ``S`` is capped)
+    wait_max_s: float = Field(default=30.0, gt=0, le=300)
     #: a turn the agent starts on a pause point's resolution has no token: its requests may
     #: speak for that pause point's person this long after the resolution (``identity``)
     resume_window_s: float = Field(default=900.0, gt=0)

@@ -170,6 +170,10 @@ class Operation(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT]):
     Result: ClassVar[type[BaseModel]]
     #: per-locale message templates for this operation's reason codes (``str.format`` style)
     reasons: ClassVar[dict[str, dict[Locale, str]]] = {}
+    #: per-locale name and description in the operations catalogue (``GET /v1/operations``)
+    #: and the tools generated from it (MCP, agent frameworks); default ``kind`` / ``summary``
+    title: ClassVar[dict[Locale, str]] = {}
+    description: ClassVar[dict[Locale, str]] = {}
 
     @abstractmethod
     async def resolve(
@@ -205,6 +209,12 @@ class Operation(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT]):
         operation returned (``execute`` / ``record`` / ``reconcile``) — never recomputed.
         The card, the hand-back message and the next turn's context show it; a stored result
         that no longer parses falls back to the lifecycle's generic sentence there."""
+
+    def title_in(self, locale: Locale) -> str:
+        return self.title.get(locale) or self.kind
+
+    def description_in(self, locale: Locale) -> str:
+        return self.description.get(locale) or self.summary
 
     def parse_result(self, data: Any) -> ResultT:
         return self.Result.model_validate(data)  # type: ignore[return-value]

@@ -157,6 +157,16 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
     section: ClassVar[str] = "email"
     resource: ClassVar[str] = "broadcast"
     summary: ClassVar[str] = "Copy a drafted email into a broadcast form, without sending it."
+    title: ClassVar[dict[Locale, str]] = {
+        "en": "Apply a broadcast draft",
+        "fr": "Appliquer un brouillon d'envoi",
+    }
+    description: ClassVar[dict[Locale, str]] = {
+        "en": "Copy a drafted subject and body into a broadcast form for one audience segment. "
+        "Nothing is sent: a person sends the broadcast later.",
+        "fr": "Copier un objet et un texte rédigés dans un formulaire d'envoi pour un segment. "
+        "Rien n'est envoyé : une personne déclenche l'envoi plus tard.",
+    }
     Request = DraftRequest
     Arguments = DraftArguments
     Preview = DraftPreview

@@ -346,6 +346,16 @@ class RefundMissingDiscount(
     section: ClassVar[str] = "orders"
     resource: ClassVar[str] = "order"
     summary: ClassVar[str] = "Refund a discount that should have applied to a line item."
+    title: ClassVar[dict[Locale, str]] = {
+        "en": "Refund a missing discount",
+        "fr": "Rembourser une remise oubliée",
+    }
+    description: ClassVar[dict[Locale, str]] = {
+        "en": "Refund, to the card that paid, the discount a line item should have had. "
+        "The amount is computed from the order, never taken from the request.",
+        "fr": "Rembourser, sur la carte qui a payé, la remise qu'une ligne aurait dû avoir. "
+        "Le montant est calculé à partir de la commande, jamais pris dans la demande.",
+    }
     Request = RefundRequest
     Arguments = RefundArguments
     Preview = RefundPreview

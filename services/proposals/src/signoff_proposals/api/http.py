@@ -14,10 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.responses import JSONResponse
+from signoff_contracts.operations import Membership
 from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime import members
 from signoff_runtime.problems import Problem
+from signoff_runtime.tokens import PROPOSALS_AUDIENCE
 
+from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain
 from signoff_proposals.metrics import APPROVAL_COMMANDS
 
@@ -60,3 +63,12 @@ def keyset(cursor: str | None, limit: int, prefix: str = "prp") -> tuple[str | N
 
 def not_found() -> Problem:
     return Problem(404, "not_found", TITLES["not_found"])
+
+
+async def member_of(ctx: Context, authorization: str | None) -> Membership:
+    """The current-member check on a connection of its own, returned at once: for routes that
+    then hold the request open (streams, long polls) without holding a pooled connection."""
+    async with ctx.engine.connect() as conn:
+        return await members.current_member(
+            ctx.settings.auth, ctx.directory, conn, authorization, audience=PROPOSALS_AUDIENCE
+        )
