@@ -18,6 +18,8 @@ service (services/*)    contracts, runtime — never another service: services t
 web, cli, bench         contracts, runtime — never a service or the domain: what they show
                         or drive comes through the services' HTTP and AMQP interfaces, and
                         operations and the directory by entry point
+client                  contracts alone: adopters install it beside their own code, so it
+                        speaks to signoff only over HTTP
 ======================  ====================================================================
 
 A unit's own tests may also import the domain (their test world), the conformance kit, and
@@ -54,6 +56,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "web": frozenset({"contracts", "runtime"}),
     "cli": frozenset({"contracts", "runtime"}),
     "bench": frozenset({"contracts", "runtime"}),
+    "client": frozenset({"contracts"}),
 }
 #: what a unit's own tests may import beyond what its code may
 TESTS_MAY_ALSO = frozenset({"domain", "conformance", "tests"})
@@ -67,6 +70,7 @@ _FIXED = {
     "web": "web",
     "cli": "cli",
     "bench": "bench",
+    "client": "client",
 }
 _GROUPS = {"examples": "domain", "services": "service"}
 _SKIPPED_DIRS = {".venv", "__pycache__", "build", "dist", ".git", "node_modules"}

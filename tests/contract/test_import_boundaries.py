@@ -32,7 +32,7 @@ def test_every_package_is_placed_in_a_layer_and_scanned() -> None:
     placed, unplaced = units(REPO)
     assert unplaced == []
     where = {u.path: u.layer for u in placed}
-    for package in ("web", "cli", "bench", "shared/runtime", "examples/club", "services/agent"):
+    for package in ("web", "cli", "bench", "client", "shared/runtime", "examples/club"):
         assert package in where, package
     assert {u.layer for u in placed} == set(MAY_IMPORT)
     for unit in placed:
@@ -71,6 +71,7 @@ PACKAGES = {
         "examples/card_provider",
         "web",
         "cli",
+        "client",
     )
 } | {
     f"{package}/__init__.py": ""
@@ -81,6 +82,7 @@ PACKAGES = {
         CLUB,
         WEB,
         CLI,
+        "client/src/signoff_client",
         "shared/runtime/src/signoff_runtime",
         "shared/conformance/src/signoff_conformance",
         "services/executor/src/signoff_executor",
@@ -124,6 +126,10 @@ DIRTY = PACKAGES | {
         "from signoff_proposals.sweeps import expire_once\nimport signoff_contracts\n"
     ),
     "tests/e2e/e2e_stack.py": "import signoff_proposals\nimport signoff_club\n",
+    "client/src/signoff_client/_core.py": (
+        "import httpx\nfrom signoff_contracts.v1 import ProposalView\n"
+        "from signoff_runtime.tokens import issue_token\n"
+    ),
     "tools/pyproject.toml": "",
     ".venv/lib/site.py": "import signoff_agent\n",
 }
@@ -147,6 +153,7 @@ def test_scanner_finds_every_kind_of_violation(tmp_path: Path) -> None:
         ("bench/signoff_bench/growth.py", "sys.path"),
         ("bench/signoff_bench/growth.py", "e2e_stack"),
         ("bench/signoff_bench/growth.py", "signoff_proposals.sweeps"),
+        ("client/src/signoff_client/_core.py", "signoff_runtime.tokens"),
         ("tools/pyproject.toml", "tools"),
     }
 
