@@ -8,27 +8,28 @@ organizations, with the benchmark's own club holding one row in 53 (so its pendi
 too). Loaded ids sort before every real one, as older rows do. Audit rows are not loaded.
 
 At each size: the pending-list API (``GET /v1/proposals?status=pending``), approval→outcome
-at concurrency 1 for freshly proposed proposals, and one expiry sweep (``sweeps.expire_once``,
-run in this process against the service's tables) over a full batch of lapsed proposals.
+at concurrency 1 for freshly proposed proposals, and the proposals service's own expiry sweep
+over a full batch of lapsed proposals, as its ``/metrics`` report it
+(``signoff_proposals_sweep_seconds``, and the ``expired`` transitions it made).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import time
 
-from signoff_proposals.context import Context
-from signoff_proposals.settings import ProposalsSettings
-from signoff_proposals.sweeps import expire_once
-from signoff_runtime.registry import load_directory, load_operations
-from signoff_runtime.topology import Topology
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+from signoff_runtime.testing import wait_until
 
 from signoff_bench.client import Connection
 from signoff_bench.driver import approve_all, summary_ms
 from signoff_bench.results import GrowthRow
 from signoff_bench.rig import Rig
 from signoff_bench.seeding import KIND, draft
+from signoff_bench.stack import EXPIRY_BATCH, GROWTH_ENV
 
 CHUNK = 100_000
 SWEEPS = 3
@@ -88,20 +89,10 @@ class Growth:
         self.next_g = 1
         self.lapsed_g = 10**12  # the sweep's rows: a range of their own
         self.documents = _documents(r.signoff.club.segment_ids)
-        settings = ProposalsSettings.model_validate(
-            {
-                "env": "test",
-                "db": {"url": r.db.url},
-                "amqp": {"url": r.amqp_url, "prefix": r.stack.prefix, "delivery_limit": 3},
-            }
-        )
-        self.ctx = Context(
-            settings=settings,
-            engine=r.engine,  # the server's connections are shared: no pool of its own
-            topology=Topology(r.stack.prefix, delivery_limit=3),
-            operations=load_operations(),
-            directory=load_directory(),
-        )
+
+    async def start(self) -> None:
+        """The proposals service again, its expiry sweep running often (``GROWTH_ENV``)."""
+        await asyncio.to_thread(self.r.stack.restart, "proposals", GROWTH_ENV)
 
     async def _insert(self, first: int, last: int, *, lapsed: bool) -> None:
         await self.r.loader.execute(
@@ -162,12 +153,46 @@ class Growth:
 
     async def _sweep(self) -> tuple[float, int]:
         """The median of a few sweeps, each over a full batch of freshly lapsed proposals."""
-        batch = self.ctx.settings.proposals.expiry_batch
         took, swept = [], 0
         for _ in range(SWEEPS):
-            await self._insert(self.lapsed_g, self.lapsed_g + batch - 1, lapsed=True)
-            self.lapsed_g += batch
-            started = time.perf_counter()
-            swept = await expire_once(self.ctx)
-            took.append(time.perf_counter() - started)
+            seconds, swept = await self._one_sweep()
+            took.append(seconds)
         return statistics.median(took) * 1000.0, swept
+
+    async def _one_sweep(self) -> tuple[float, int]:
+        """Lapse one batch; the time the service's sweep rounds took to expire it, and how many
+        proposals they expired."""
+        rounds, seconds, expired = await self._sweep_figures()
+        await self._insert(self.lapsed_g, self.lapsed_g + EXPIRY_BATCH - 1, lapsed=True)
+        self.lapsed_g += EXPIRY_BATCH
+
+        async def taken() -> tuple[float, float, float] | None:
+            now = await self._sweep_figures()
+            return now if now[0] > rounds and now[2] - expired >= EXPIRY_BATCH else None
+
+        after = await wait_until(
+            taken, timeout=60.0, interval=0.1, what="the expiry sweep to take the batch"
+        )
+        assert after is not None  # wait_until returns only a truthy value
+        _, seconds_after, expired_after = after
+        return seconds_after - seconds, int(expired_after - expired)
+
+    async def _sweep_figures(self) -> tuple[float, float, float]:
+        """``(rounds, seconds, proposals expired)`` of the expiry sweep so far (``/metrics``)."""
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            response = await http.get(f"{self.r.stack.url('proposals')}/metrics")
+        response.raise_for_status()
+        rounds = seconds = expired = 0.0
+        for family in text_string_to_metric_families(response.text):
+            for sample in family.samples:
+                if sample.labels.get("sweep") == "expiry_sweep":
+                    if sample.name == "signoff_proposals_sweep_seconds_count":
+                        rounds += sample.value
+                    elif sample.name == "signoff_proposals_sweep_seconds_sum":
+                        seconds += sample.value
+                elif (
+                    sample.name == "signoff_proposals_transitions_total"
+                    and sample.labels.get("status") == "expired"
+                ):
+                    expired += sample.value
+        return rounds, seconds, expired

@@ -21,7 +21,6 @@ import asyncpg
 import structlog
 from signoff_runtime.testing import servers
 from signoff_runtime.topology import Topology
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from signoff_bench import infra, resources
 from signoff_bench.peer_side import PeerSide
@@ -39,7 +38,6 @@ log = structlog.get_logger(__name__)
 class Rig:
     db: infra.Database
     amqp_url: str
-    engine: AsyncEngine
     loader: asyncpg.Connection
     counters: infra.Counters
     log_dir: Path
@@ -70,7 +68,6 @@ async def rig(config: BenchConfig) -> AsyncIterator[Rig]:
     log.info("bench.database_created", seconds=round(time.monotonic() - started, 1))
     log_dir = Path(tempfile.mkdtemp(prefix="signoff-bench-"))
     log.info("bench.setup", database=db.name, logs=str(log_dir))
-    engine = create_async_engine(db.url, pool_size=5)
     loader = await asyncpg.connect(db.dsn)
     probe = await infra.Probe.open(db)
     counters = await infra.Counters.open(db)
@@ -88,7 +85,7 @@ async def rig(config: BenchConfig) -> AsyncIterator[Rig]:
             stack,
             loader,
             probe,
-            await seed_club(engine),
+            await seed_club(stack.env),
             sorted(r["table_schema"] for r in schemas),
         )
         await raw.start()
@@ -102,7 +99,6 @@ async def rig(config: BenchConfig) -> AsyncIterator[Rig]:
         yield Rig(
             db,
             amqp_url,
-            engine,
             loader,
             counters,
             log_dir,
@@ -119,7 +115,7 @@ async def rig(config: BenchConfig) -> AsyncIterator[Rig]:
         await asyncio.to_thread(stack.stop)
         with contextlib.suppress(Exception):
             await _delete_topology(amqp_url, stack.prefix)
-        for closing in (probe.close(), counters.close(), loader.close(), engine.dispose()):
+        for closing in (probe.close(), counters.close(), loader.close()):
             with contextlib.suppress(Exception):
                 await closing
         if not config.keep_database:

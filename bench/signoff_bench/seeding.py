@@ -3,22 +3,25 @@
 ``email_broadcast.apply_draft`` fails closed with ``broadcast_changed`` once another draft has
 moved the form's revision, so every proposal gets a form of its own and every execution
 succeeds. Forms are written with ``COPY`` (thousands per second); the organization, its manager
-and its segments come from the club's own demo seed.
+and its segments come from the domain's demo seed, asked as an operator would
+(``signoff demo seed``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 import httpx
-from signoff_club.seed import seed_organization
 from signoff_contracts.ids import new_id
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.tokens import issue_token
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 KIND = "email_broadcast.apply_draft"
 PROPOSE_CONCURRENCY = 8
@@ -36,9 +39,21 @@ class Club:
         return {"Authorization": f"Bearer {self.token}"}
 
 
-async def seed_club(engine: AsyncEngine) -> Club:
-    async with engine.begin() as conn:
-        org: dict[str, Any] = await seed_organization(conn)
+async def seed_club(env: dict[str, str]) -> Club:
+    """The first organization ``signoff demo seed`` makes in the stack's database (``env``)."""
+    argv = [sys.executable, "-c", "from signoff_cli.main import main; main()", "demo", "seed"]
+    done = await asyncio.to_thread(
+        subprocess.run,
+        argv,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"signoff demo seed failed ({done.returncode}): {done.stderr[-2000:]}")
+    org: dict[str, Any] = json.loads(done.stdout)["organizations"][0]
     manager = org["users"]["manager"]["id"]
     return Club(
         organization_id=org["id"],

@@ -1,42 +1,42 @@
 """signoff as separate processes, started exactly as the end-to-end tests start it.
 
-The environment is the end-to-end suite's (``tests/e2e/e2e_stack.py``), with what would
-otherwise interfere with a benchmark raised or slowed: the pending-proposal quotas (thousands
-wait at once here), and the expiry sweep's interval (the growth measurement times one sweep
-itself). The suite's shortened timings (reconciler polling five times a second, short provider
-timeouts) are dropped for the services' defaults. Nothing is tuned for speed.
+The environment is the one every test stack shares (``signoff_runtime.testing.processes``:
+``stack_env``) without the tests' shortened timings — each service keeps its defaults — and with
+what would otherwise interfere with a benchmark raised or slowed: the pending-proposal quotas
+(thousands wait at once here), and the expiry sweep's interval — nothing lapses while batches are
+measured; the growth measurement restarts the proposals service with ``GROWTH_ENV``, so that its
+own sweep takes each lapsed batch at once, and reads how long that took from its ``/metrics``.
+The expiry batch is set here because that measurement lapses exactly one batch at a time.
+Nothing is tuned for speed.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from signoff_runtime.testing.processes import ServiceProcess, provider, service
-
-from signoff_bench.settings import REPO
-
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
-from e2e_stack import SERVICES, stack_env
+from signoff_runtime.testing.processes import (
+    SERVICES,
+    ServiceProcess,
+    provider,
+    service,
+    stack_env,
+)
 
 _UNLIMITED = str(10**9)
-TEST_TIMINGS = {
-    "SIGNOFF_CLUB_PROVIDER_TIMEOUT_S",
-    "SIGNOFF_CLUB_ATTEMPT_LEASE_S",
-    "SIGNOFF_RECONCILER__POLL_S",
-    "SIGNOFF_RECONCILER__BASE_BACKOFF_S",
-    "SIGNOFF_RECONCILER__MAX_BACKOFF_S",
-    "SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S",
-}
+#: the expiry sweep's batch (the growth measurement lapses one full batch per sweep)
+EXPIRY_BATCH = 200
 BENCH_ENV = {
     "SIGNOFF_PROPOSALS__MAX_PENDING_PER_ORGANIZATION": _UNLIMITED,
     "SIGNOFF_PROPOSALS__MAX_PENDING_PER_CONVERSATION": _UNLIMITED,
     "SIGNOFF_PROPOSALS__MAX_PENDING_PAUSE_POINTS_PER_CONVERSATION": _UNLIMITED,
+    "SIGNOFF_PROPOSALS__EXPIRY_BATCH": str(EXPIRY_BATCH),
     "SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "3600",
     # one demo manager proposes every case: the per-person rate would be the bottleneck
     "SIGNOFF_LIMITS__PROPOSALS_PER_MINUTE": _UNLIMITED,
 }
+
+GROWTH_ENV = {"SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "0.2"}
 
 
 @dataclass
@@ -48,8 +48,7 @@ class SignoffStack:
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        env = stack_env(self.database_url, self.amqp_url, self.prefix)
-        self.env = {k: v for k, v in env.items() if k not in TEST_TIMINGS} | BENCH_ENV
+        self.env = stack_env(self.database_url, self.amqp_url, self.prefix, quick=False) | BENCH_ENV
 
     def start(self) -> None:
         sim = provider(self.env, self.log_dir).start()
@@ -68,6 +67,14 @@ class SignoffStack:
         self.processes[label] = proc.start()
         proc.wait_healthy(90.0)
         return label
+
+    def restart(self, name: str, env: dict[str, str]) -> None:
+        """Stop process ``name`` and start it again on its port with ``env`` added."""
+        old = self.processes[name]
+        old.stop()
+        proc = service(name, self.env | env, self.log_dir, port=old.port)
+        self.processes[name] = proc.start()
+        proc.wait_healthy(90.0)
 
     def stop(self) -> None:
         for proc in self.processes.values():

@@ -16,8 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_stack import Stack, delete_topology, new_prefix, stack_env
+from e2e_stack import Stack, delete_topology, new_prefix
 from signoff_runtime.testing import wait_until
+from signoff_runtime.testing.processes import stack_env
 from signoff_runtime.topology import Topology
 from signoff_scripted_model.testing import ModelAdmin
 from sqlalchemy.ext.asyncio import AsyncEngine

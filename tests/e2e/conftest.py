@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 sys.path.insert(0, str(Path(__file__).parent))  # e2e_stack: a module name no other suite uses
 
-from e2e_stack import Stack, delete_topology, new_prefix, stack_env
+from e2e_stack import Stack, delete_topology, new_prefix
+from signoff_runtime.testing.processes import stack_env
 
 pytestmark = pytest.mark.e2e
 

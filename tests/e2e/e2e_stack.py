@@ -35,6 +35,7 @@ from signoff_runtime.registry import load_operations
 from signoff_runtime.settings import AuthSettings, IssuerSettings, broker_user
 from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.processes import (
+    SERVICES,
     ServiceProcess,
     as_own_role,
     free_port,
@@ -46,28 +47,7 @@ from signoff_runtime.topology import Role, Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-SERVICES: tuple[Role, ...] = ("proposals", "executor", "reconciler", "agent")
 TERMINAL = {"succeeded", "revision_required", "failed", "declined", "expired", "superseded"}
-
-
-def stack_env(database_url: str, amqp_url: str, prefix: str) -> dict[str, str]:
-    return {
-        "SIGNOFF_ENV": "test",
-        "SIGNOFF_DB__URL": database_url,
-        "SIGNOFF_DB__POOL_SIZE": "8",  # two stacks run side by side under make test
-        "SIGNOFF_AMQP__URL": amqp_url,
-        "SIGNOFF_AMQP__PREFIX": prefix,
-        "SIGNOFF_AMQP__DELIVERY_LIMIT": "3",
-        "SIGNOFF_LOG_LEVEL": "INFO",
-        "SIGNOFF_CLUB_PROVIDER_TIMEOUT_S": "2",
-        "SIGNOFF_CLUB_ATTEMPT_LEASE_S": "3",
-        "SIGNOFF_RECONCILER__POLL_S": "0.2",
-        "SIGNOFF_RECONCILER__BASE_BACKOFF_S": "0.5",
-        "SIGNOFF_RECONCILER__MAX_BACKOFF_S": "2",
-        "SIGNOFF_RECONCILER__SCAN_INTERVAL_S": "1",
-        "SIGNOFF_RECONCILER__STRANDED_AFTER_S": "1",
-        "SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "0.5",
-    }
 
 
 @dataclass(frozen=True)

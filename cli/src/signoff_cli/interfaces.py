@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 from signoff_contracts import v1, v2
-from signoff_runtime.topology import EXCHANGES, ROUTING_KEYS, Topology
+from signoff_runtime.topology import EXCHANGES, Topology
 
 #: each message type at its newest version (``v2`` replaced the agent's two request messages)
 MESSAGES = {**v1.MESSAGES, **v2.MESSAGES}
@@ -42,21 +42,16 @@ def _types(*names: str) -> tuple[str, ...]:
     return tuple(_type(n) for n in names)
 
 
+#: what a person's decision travels as, from any frontend to the proposals service
+APPROVAL_COMMANDS = _types(
+    "ApproveProposal", "DeclineProposal", "ReviseProposal", "ResolvePausePoint", "WithdrawProposal"
+)
+
 CONSUMES: dict[str, tuple[Consumed, ...]] = {
     "agent": (Consumed("agent.events", _types("ProposalEvent", "PausePointResolved")),),
     "proposals": (
         Consumed("proposals.requests", _types("ProposalRequested"), _type("ProposalRequestReply")),
-        Consumed(
-            "proposals.approvals",
-            _types(
-                "ApproveProposal",
-                "DeclineProposal",
-                "ReviseProposal",
-                "ResolvePausePoint",
-                "WithdrawProposal",
-            ),
-            _type("ApprovalReply"),
-        ),
+        Consumed("proposals.approvals", APPROVAL_COMMANDS, _type("ApprovalReply")),
         Consumed(
             "proposals.pause-points",
             _types("PausePointRequested"),
@@ -90,20 +85,7 @@ PUBLISHES: dict[str, tuple[Published, ...]] = {
         Published("outcomes", "execution.outcome", _types("OutcomeReported")),
         Published("outcomes", "execution.reconciliation_checked", _types("ReconciliationChecked")),
     ),
-    "web": (
-        Published(
-            "commands",
-            "approval.command",
-            _types(
-                "ApproveProposal",
-                "DeclineProposal",
-                "ReviseProposal",
-                "ResolvePausePoint",
-                "WithdrawProposal",
-            ),
-            True,
-        ),
-    ),
+    "web": (Published("commands", "approval.command", APPROVAL_COMMANDS, True),),
 }
 
 #: the reconciler also archives every dead-letter queue and replays from it
@@ -191,7 +173,3 @@ def asyncapi(service: str, prefix: str = "signoff") -> dict[str, Any]:
 
 def _ref(message_type: str) -> str:
     return f"#/components/schemas/{MESSAGES[message_type].__name__}"
-
-
-def queue_keys() -> list[str]:
-    return list(ROUTING_KEYS)

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "e2e"))  # e2e_stack, e2e_bro
 sys.path.insert(0, str(Path(__file__).parent))  # insider_kit
 
 import e2e_broker_users
-from e2e_stack import Stack, declare_topology, delete_topology, new_prefix, stack_env
+from e2e_stack import Stack, declare_topology, delete_topology, new_prefix
+from signoff_runtime.testing.processes import stack_env
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

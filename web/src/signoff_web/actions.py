@@ -16,7 +16,6 @@ from urllib.parse import quote
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from signoff_contracts.v1 import (
-    ApprovalCommand,
     ApprovalReply,
     ApproveProposal,
     DeclineProposal,
@@ -32,20 +31,23 @@ from signoff_web.commands import CommandUnavailable
 from signoff_web.context import apis, check_csrf, local_path, session, tokens
 from signoff_web.errors import SectionNotServed
 from signoff_web.sections import Catalogue
+from signoff_web.sessions import Session
 
 router = APIRouter()
 
 
-async def _form(request: Request) -> dict[str, str]:
-    form = await request.form()
-    return {k: v for k, v in form.items() if isinstance(v, str)}
+async def _posted(request: Request) -> tuple[Session, dict[str, str]]:
+    """The signed-in person and the form they posted, its CSRF token checked."""
+    who = session(request)
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    check_csrf(who, form)
+    return who, form
 
 
 @router.post("/{section}/{resource_id}/chat")
 async def open_chat(request: Request, section: str, resource_id: str) -> Response:
     """Open the section's assistant on a resource; the section must be one the agent serves."""
-    who = session(request)
-    check_csrf(who, await _form(request))
+    who, _ = await _posted(request)
     bearer = tokens(request, who)
     catalogue: Catalogue = request.app.state.catalogue
     if await catalogue.get(bearer, section) is None:
@@ -61,9 +63,7 @@ async def open_chat(request: Request, section: str, resource_id: str) -> Respons
 
 @router.post("/chat/{conversation_id}/say")
 async def say(request: Request, conversation_id: str) -> Response:
-    who = session(request)
-    form = await _form(request)
-    check_csrf(who, form)
+    who, form = await _posted(request)
     content = form.get("content", "").strip()[:8000]
     notice = ""
     if content:
@@ -78,63 +78,46 @@ async def say(request: Request, conversation_id: str) -> Response:
 
 @router.post("/proposals/{proposal_id}/approve")
 async def approve(request: Request, proposal_id: str) -> Response:
-    who = session(request)
-    form = await _form(request)
-    check_csrf(who, form)
-    command = ApproveProposal(
-        token=tokens(request, who).proposals, proposal_id=proposal_id, source="web"
-    )
-    return await _send(request, command, form)
+    who, form = await _posted(request)
+    return await _send(request, who, form, ApproveProposal, proposal_id=proposal_id)
 
 
 @router.post("/proposals/{proposal_id}/decline")
 async def decline(request: Request, proposal_id: str) -> Response:
-    who = session(request)
-    form = await _form(request)
-    check_csrf(who, form)
-    reason = form.get("reason", "").strip()[:500] or None
-    command = DeclineProposal(
-        token=tokens(request, who).proposals, proposal_id=proposal_id, reason=reason, source="web"
-    )
-    return await _send(request, command, form)
+    return await _end(request, proposal_id, DeclineProposal)
 
 
 @router.post("/proposals/{proposal_id}/withdraw")
 async def withdraw(request: Request, proposal_id: str) -> Response:
     """The proposer takes their pending proposal back (or a manager does, for them)."""
-    who = session(request)
-    form = await _form(request)
-    check_csrf(who, form)
+    return await _end(request, proposal_id, WithdrawProposal)
+
+
+async def _end(
+    request: Request, proposal_id: str, ending: type[DeclineProposal | WithdrawProposal]
+) -> Response:
+    """End a pending proposal, with the person's reason if they gave one."""
+    who, form = await _posted(request)
     reason = form.get("reason", "").strip()[:500] or None
-    command = WithdrawProposal(
-        token=tokens(request, who).proposals, proposal_id=proposal_id, reason=reason, source="web"
-    )
-    return await _send(request, command, form)
+    return await _send(request, who, form, ending, proposal_id=proposal_id, reason=reason)
 
 
 @router.post("/proposals/{proposal_id}/revise")
 async def revise(request: Request, proposal_id: str) -> Response:
     """Re-run resolution on the edited request: the proposals service supersedes the old card."""
-    who = session(request)
-    form = await _form(request)
-    check_csrf(who, form)
+    who, form = await _posted(request)
     view = await apis(request).proposal(tokens(request, who), proposal_id)
     try:
         op = request.app.state.operations.get(view["operation_kind"], view["contract_version"])
     except UnknownOperation:
         raise HTTPException(404) from None
     edited = cards.coerce(cards.schema_fields(op.Request.model_json_schema()), form)
-    command = ReviseProposal(
-        token=tokens(request, who).proposals, proposal_id=proposal_id, request=edited, source="web"
-    )
-    return await _send(request, command, form)
+    return await _send(request, who, form, ReviseProposal, proposal_id=proposal_id, request=edited)
 
 
 @router.post("/pause-points/{pause_point_id}/resolve")
 async def resolve(request: Request, pause_point_id: str) -> Response:
-    who = session(request)
-    form = await _form(request)
-    check_csrf(who, form)
+    who, form = await _posted(request)
     action = form.get("action", "")
     if action not in ("approve", "decline", "option", "data"):
         raise HTTPException(422, "action")
@@ -150,17 +133,18 @@ async def resolve(request: Request, pause_point_id: str) -> Response:
                 payload = _edited_payload(edited, view.get("payload"))
             except ValueError:
                 return _back(local_path(form.get("next"), "/inbox"), "invalid", "bad_payload", 422)
-    command = ResolvePausePoint(
-        token=tokens(request, who).proposals,
+    return await _send(
+        request,
+        who,
+        form,
+        ResolvePausePoint,
         pause_point_id=pause_point_id,
         action=action,
         option=form.get("option") or None,
         data=data,
         reply=form.get("reply", "").strip()[:2000] or None,
         payload=payload,
-        source="web",
     )
-    return await _send(request, command, form)
 
 
 def _edited_payload(text: str, original: Any) -> dict[str, Any] | None:
@@ -172,7 +156,15 @@ def _edited_payload(text: str, original: Any) -> dict[str, Any] | None:
     return None if value == original else value
 
 
-async def _send(request: Request, command: ApprovalCommand, form: dict[str, Any]) -> Response:
+Command = ApproveProposal | DeclineProposal | WithdrawProposal | ReviseProposal | ResolvePausePoint
+
+
+async def _send(
+    request: Request, who: Session, form: dict[str, str], kind: type[Command], /, **fields: Any
+) -> Response:
+    """Send the person's decision (``kind`` with ``fields``, carrying their own token) and go
+    back where they came from with the reply."""
+    command = kind(token=tokens(request, who).proposals, source="web", **fields)
     back = local_path(form.get("next"), "/inbox")
     try:
         reply = await request.app.state.commands.send(command)

@@ -1,10 +1,11 @@
 """The web service's process: pages, a publisher-only broker for approval commands, HTTP clients.
 
 The web owns one table, its sessions (schema ``web``, see ``tables``), so that sign-out ends a
-session on the server. It signs people in through the ``signoff.directory`` entry point, reads
-the club's read model (the lists to start from) from the database, everything about
-conversations and proposals from the agent's and the proposals service's HTTP APIs with the
-person's own short-lived token, and sends decisions as AMQP request-reply commands.
+session on the server. It signs people in through the ``signoff.directory`` entry point (its
+``authenticate``), reads everything it shows — the sections and resources to start from,
+conversations, proposals, pause points — from the agent's and the proposals service's HTTP APIs
+with the person's own short-lived token, and sends decisions as AMQP request-reply commands. It
+imports no domain: operations come by entry point, as in every service.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from signoff_contracts.operations import SignIn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.service import Runtime
@@ -34,11 +36,11 @@ HERE = Path(__file__).parent
 def create_app(
     settings: WebSettings | None = None,
     operations: Operations | None = None,
-    directory: signin.Authenticator | None = None,
+    directory: SignIn | None = None,
 ) -> FastAPI:
     settings = settings or WebSettings()
     found = directory or load_directory()
-    if not isinstance(found, signin.Authenticator):
+    if not isinstance(found, SignIn):
         raise RuntimeError("the signoff.directory entry point cannot sign people in (authenticate)")
     runtime = Runtime.build("web", settings)
     http = httpx.AsyncClient(timeout=settings.web.http_timeout_s)

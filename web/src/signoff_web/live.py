@@ -35,6 +35,7 @@ log = structlog.get_logger(__name__)
 router = APIRouter()
 
 Fragment = Callable[[], Awaitable[tuple[str, str]]]
+Live = Callable[[], Awaitable[dict[str, Any]]]  # a page's live part: ``version`` and the rest
 Upstream = Callable[[Tokens, str | None], Any]  # (tokens, last event id) -> async context manager
 Relevant = Callable[[str, str], bool]
 #: what the upstream reader tells the page's loop besides an event
@@ -51,14 +52,25 @@ def _frame(event: str, data: str) -> str:
     return f"event: {event}\n" + "".join(f"data: {line}\n" for line in data.split("\n")) + "\n"
 
 
+def _every(kind: str, data: str) -> bool:
+    return True
+
+
 def _stream(
     request: Request,
-    who: Session,
     shown_version: str,
-    fragment: Fragment,
+    page: tuple[Live, str],
     upstream: Upstream,
-    relevant: Relevant,
+    relevant: Relevant = _every,
 ) -> StreamingResponse:
+    """The page's stream: ``page`` is its live part and the template that renders it."""
+    who = session(request)
+    live, template = page
+
+    async def fragment() -> tuple[str, str]:
+        found = await live()
+        return found["version"], _html(template, who, found)
+
     body = _pump(request, who, shown_version, fragment, upstream, relevant)
     return StreamingResponse(
         body,
@@ -152,49 +164,36 @@ async def _pump(
 
 @router.get("/chat/{conversation_id}/events")
 async def chat_events(request: Request, conversation_id: str, v: str = "") -> StreamingResponse:
-    who = session(request)
     api = apis(request)
-    await api.conversation(tokens(request, who), conversation_id)  # another organization's: 404
-
-    async def fragment() -> tuple[str, str]:
-        live = await pages._chat_live(request, conversation_id)
-        return live["version"], _html("chat_live.html", who, live)
-
-    def upstream(bearer: Tokens, last_id: str | None) -> Any:
-        return api.events(api.conversation_events_url(conversation_id), bearer.agent, last_id)
-
-    return _stream(request, who, v, fragment, upstream, lambda kind, data: True)
+    await api.conversation(tokens(request, session(request)), conversation_id)  # foreign: 404
+    url = api.conversation_events_url(conversation_id)
+    return _stream(
+        request,
+        v,
+        (lambda: pages._chat_live(request, conversation_id), "chat_live.html"),
+        lambda bearer, last_id: api.events(url, bearer.agent, last_id),
+    )
 
 
 @router.get("/inbox/events")
 async def inbox_events(request: Request, v: str = "") -> StreamingResponse:
-    who = session(request)
     api = apis(request)
-
-    async def fragment() -> tuple[str, str]:
-        live = await pages._inbox_live(request)
-        return live["version"], _html("inbox_live.html", who, live)
-
-    def upstream(bearer: Tokens, last_id: str | None) -> Any:
-        return api.events(api.proposal_events_url(), bearer.proposals)
-
-    return _stream(request, who, v, fragment, upstream, lambda kind, data: True)
+    return _stream(
+        request,
+        v,
+        (lambda: pages._inbox_live(request), "inbox_live.html"),
+        lambda bearer, _: api.events(api.proposal_events_url(), bearer.proposals),
+    )
 
 
 @router.get("/proposals/{proposal_id}/events")
 async def proposal_events(request: Request, proposal_id: str, v: str = "") -> StreamingResponse:
-    who = session(request)
     api = apis(request)
-    await api.proposal(tokens(request, who), proposal_id)  # another organization's: 404
-
-    async def fragment() -> tuple[str, str]:
-        live = await pages._proposal_live(request, proposal_id)
-        return live["version"], _html("proposal_live.html", who, live)
-
-    def upstream(bearer: Tokens, last_id: str | None) -> Any:
-        return api.events(api.proposal_events_url(), bearer.proposals)
-
-    def relevant(kind: str, data: str) -> bool:
-        return kind == "resync" or f'"{proposal_id}"' in data
-
-    return _stream(request, who, v, fragment, upstream, relevant)
+    await api.proposal(tokens(request, session(request)), proposal_id)  # foreign: 404
+    return _stream(
+        request,
+        v,
+        (lambda: pages._proposal_live(request, proposal_id), "proposal_live.html"),
+        lambda bearer, _: api.events(api.proposal_events_url(), bearer.proposals),
+        lambda kind, data: kind == "resync" or f'"{proposal_id}"' in data,
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Awaitable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -41,16 +42,12 @@ async def home(request: Request) -> Response:
 
 @router.get("/chat/{conversation_id}", response_class=HTMLResponse)
 async def chat(request: Request, conversation_id: str, notice: str | None = None) -> Response:
-    who = session(request)
-    live = await _chat_live(request, conversation_id)
-    return render(request, "chat.html", who, notice=notice, **live)
+    return await _page(request, "chat.html", _chat_live(request, conversation_id), notice=notice)
 
 
 @router.get("/chat/{conversation_id}/live", response_class=HTMLResponse)
 async def chat_live(request: Request, conversation_id: str) -> Response:
-    who = session(request)
-    live = await _chat_live(request, conversation_id)
-    return render(request, "chat_live.html", who, **live)
+    return await _page(request, "chat_live.html", _chat_live(request, conversation_id))
 
 
 async def _chat_live(request: Request, conversation_id: str) -> dict[str, Any]:
@@ -95,20 +92,26 @@ async def _card(request: Request, bearer: Tokens, kind: str, ref: str) -> dict[s
         return None
 
 
+async def _page(
+    request: Request, template: str, live: Awaitable[dict[str, Any]], **extra: Any
+) -> Response:
+    """A whole page, or only its live fragment: the same live part, in its own template."""
+    who = session(request)
+    return render(request, template, who, **extra, **await live)
+
+
 def _version(*parts: Any) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
 @router.get("/inbox", response_class=HTMLResponse)
 async def inbox(request: Request, notice: str | None = None) -> Response:
-    who = session(request)
-    return render(request, "inbox.html", who, notice=notice, **await _inbox_live(request))
+    return await _page(request, "inbox.html", _inbox_live(request), notice=notice)
 
 
 @router.get("/inbox/live", response_class=HTMLResponse)
 async def inbox_live(request: Request) -> Response:
-    who = session(request)
-    return render(request, "inbox_live.html", who, **await _inbox_live(request))
+    return await _page(request, "inbox_live.html", _inbox_live(request))
 
 
 async def _inbox_live(request: Request) -> dict[str, Any]:
@@ -125,15 +128,14 @@ async def _inbox_live(request: Request) -> dict[str, Any]:
 
 @router.get("/proposals/{proposal_id}", response_class=HTMLResponse)
 async def proposal_page(request: Request, proposal_id: str, notice: str | None = None) -> Response:
-    who = session(request)
-    live = await _proposal_live(request, proposal_id)
-    return render(request, "proposal.html", who, notice=notice, **live)
+    return await _page(
+        request, "proposal.html", _proposal_live(request, proposal_id), notice=notice
+    )
 
 
 @router.get("/proposals/{proposal_id}/live", response_class=HTMLResponse)
 async def proposal_live(request: Request, proposal_id: str) -> Response:
-    who = session(request)
-    return render(request, "proposal_live.html", who, **await _proposal_live(request, proposal_id))
+    return await _page(request, "proposal_live.html", _proposal_live(request, proposal_id))
 
 
 async def _proposal_live(request: Request, proposal_id: str) -> dict[str, Any]:

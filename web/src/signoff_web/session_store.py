@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_web import sessions
@@ -55,22 +55,18 @@ async def live(engine: AsyncEngine, sid: str) -> bool:
 
 async def revoke(engine: AsyncEngine, sid: str) -> bool:
     """End one session; ``False`` if it was not live."""
-    async with engine.begin() as conn:
-        result = await conn.execute(
-            table.update()
-            .where(table.c.id == sid, table.c.revoked_at.is_(None))
-            .values(revoked_at=func.now())
-        )
-    return bool(result.rowcount)
+    return bool(await _revoke(engine, table.c.id == sid))
 
 
 async def revoke_person(engine: AsyncEngine, user_id: str) -> int:
     """End every live session of a person (removed from a club, a stolen laptop…)."""
+    return await _revoke(engine, table.c.user_id == user_id)
+
+
+async def _revoke(engine: AsyncEngine, which: ColumnElement[bool]) -> int:
     async with engine.begin() as conn:
         result = await conn.execute(
-            table.update()
-            .where(table.c.user_id == user_id, table.c.revoked_at.is_(None))
-            .values(revoked_at=func.now())
+            table.update().where(which, table.c.revoked_at.is_(None)).values(revoked_at=func.now())
         )
     return int(result.rowcount)
 

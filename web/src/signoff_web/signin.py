@@ -1,7 +1,8 @@
 """Signing in and out: the directory checks the password, the web starts and ends sessions.
 
-- ``POST /signin`` asks the ``signoff.directory`` entry point's ``authenticate`` (which hashes in
-  a worker thread, never on the event loop). Attempts are rate-limited per address (every
+- ``POST /signin`` asks the ``signoff.directory`` entry point's ``authenticate``
+  (``signoff_contracts.operations.SignIn``; it hashes in a worker thread, never on the event
+  loop). Attempts are rate-limited per address (every
   attempt counts) and per account (failures count, whatever the address): beyond either, the
   page answers ``429`` with ``Retry-After`` and says so in the person's language. A success
   stores the session's row (``session_store``) and sets the cookie naming it.
@@ -14,11 +15,10 @@ guess passwords quickly, not a distributed attack on many replicas.
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol, runtime_checkable
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from signoff_contracts.operations import Locale, Membership
+from signoff_contracts.operations import Locale, Membership, SignIn
 from signoff_runtime.limits import TokenBuckets
 
 from signoff_web import session_store, sessions
@@ -26,13 +26,6 @@ from signoff_web.context import render, session, settings
 from signoff_web.settings import WebGroup
 
 router = APIRouter()
-
-
-@runtime_checkable
-class Authenticator(Protocol):
-    """The part of a ``signoff.directory`` that signs people in."""
-
-    async def authenticate(self, conn: Any, email: str, password: str) -> Membership | None: ...
 
 
 class SignInLimits:
@@ -90,7 +83,7 @@ async def signin(request: Request, email: str = Form(...), password: str = Form(
         )
         response.headers["Retry-After"] = str(seconds)
         return response
-    directory: Authenticator = request.app.state.directory
+    directory: SignIn = request.app.state.directory
     async with request.app.state.engine.begin() as conn:  # begin: an old hash is upgraded
         member = await directory.authenticate(conn, account, password[:1024])
     if member is None:

@@ -30,6 +30,4 @@ PRIVILEGES = DomainPrivileges(
         t.broadcast_forms.name,
     ),
     private_columns={t.users.name: ("password_hash",)},
-    # the web reads nothing beyond the directory: its start page lists what the agent serves
-    web=(),
 )

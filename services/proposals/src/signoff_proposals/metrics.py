@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Histogram
 
 TRANSITIONS = Counter(
     "signoff_proposals_transitions_total",
@@ -28,4 +28,9 @@ PAUSE_POINTS = Counter(
     "signoff_proposals_pause_points_total",
     "Pause points stored (`pending`), resolved or expired, by pause-point kind.",
     ["kind", "status"],
+)
+SWEEP_SECONDS = Histogram(
+    "signoff_proposals_sweep_seconds",
+    "How long one round of a background sweep took, counting only rounds that changed something.",
+    ["sweep"],
 )

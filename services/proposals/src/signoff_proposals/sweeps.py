@@ -20,6 +20,7 @@ rather than as a proposal executing forever.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -29,7 +30,7 @@ from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.domain import SYSTEM_ACTOR
 from signoff_proposals.lifecycle.outbox import announce, contract_for, send_contract
-from signoff_proposals.metrics import CONTRACTS_REPUBLISHED
+from signoff_proposals.metrics import CONTRACTS_REPUBLISHED, SWEEP_SECONDS
 from signoff_proposals.pause_points import lifecycle as pause_points
 
 log = structlog.get_logger(__name__)
@@ -91,16 +92,19 @@ def every(name: str, interval_s: float, batch: int, once: Callable[[], Awaitable
     """A loop running ``once`` every ``interval_s`` — at once again while batches come back full.
 
     A failed round (database restarting, say) is logged and retried next interval; the loop
-    itself never ends on its own.
+    itself never ends on its own. A round that changed something is timed (``SWEEP_SECONDS``).
     """
 
     async def loop() -> None:
         while True:
+            started = time.perf_counter()
             try:
                 done = await once()
             except Exception as exc:
                 log.warning("sweep.failed", sweep=name, error=type(exc).__name__)
                 done = 0
+            if done:
+                SWEEP_SECONDS.labels(sweep=name).observe(time.perf_counter() - started)
             if done < batch:
                 await asyncio.sleep(interval_s)
 

@@ -61,7 +61,6 @@ def test_pending_goes_on_to_the_claim():
         (domain.NOT_FOUND, 404),
         (domain.UNAUTHENTICATED, 401),
         (domain.INVALID_MESSAGE, 422),
-        (domain.NOT_IMPLEMENTED, 501),
     ],
 )
 def test_refusals_and_successes_have_their_http_status(answer, http):
@@ -103,14 +102,7 @@ def test_outcome_sources_follow_the_transition_table():
         assert all(target in TRANSITIONS[source] for source in domain.outcome_sources(target))
 
 
-def test_events_and_routing_keys():
-    assert domain.event_for(S.PENDING) == "created"
-    assert domain.event_for(S.EXECUTING) == "executing"
-    assert domain.event_for(S.DECLINED) == "decided"
-    assert domain.event_for(S.EXPIRED) == "expired"
-    assert domain.event_for(S.SUPERSEDED) == "superseded"
-    for status in (S.SUCCEEDED, S.FAILED, S.REVISION_REQUIRED, S.NEEDS_RECONCILIATION):
-        assert domain.event_for(status) == "outcome"
+def test_routing_keys():
     assert domain.routing_key("outcome") == "proposal.outcome"
 
 

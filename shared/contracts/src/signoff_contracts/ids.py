@@ -15,19 +15,6 @@ from pydantic import StringConstraints
 
 _ALPHABET: Final = "0123456789abcdefghjkmnpqrstvwxyz"
 
-PREFIXES: Final = {
-    "proposal": "prp",
-    "pause_point": "pp",
-    "contract": "ctr",
-    "message": "msg",
-    "conversation": "cnv",
-    "correlation": "cor",
-    "attempt": "att",
-    "organization": "org",
-    "user": "usr",
-    "command": "cmd",
-}
-
 
 def _body(now_ms: int, rand: int) -> str:
     value = (now_ms << 80) | rand
@@ -47,7 +34,3 @@ def new_id(prefix: str, *, now_ms: int | None = None) -> str:
 ProposalId = Annotated[str, StringConstraints(pattern=r"^prp_[0-9a-z]{1,40}$", max_length=48)]
 PausePointId = Annotated[str, StringConstraints(pattern=r"^pp_[0-9a-z]{1,40}$", max_length=48)]
 ContractId = Annotated[str, StringConstraints(pattern=r"^ctr_[0-9a-z]{1,40}$", max_length=48)]
-MessageId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
-OpaqueId = Annotated[
-    str, StringConstraints(pattern=r"^[a-z]{2,4}_[0-9A-Za-z_-]{1,64}$", max_length=72)
-]

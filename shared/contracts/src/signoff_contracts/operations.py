@@ -35,7 +35,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -93,6 +93,20 @@ class Directory(Protocol):
 
     async def memberships(self, conn: Any, user_id: str) -> list[Membership]:
         """Every organization the person belongs to (the CLI issues tokens from this)."""
+        ...
+
+
+@runtime_checkable
+class SignIn(Protocol):
+    """The part of a directory that signs people in with a password (the web asks it).
+
+    A directory whose people sign in elsewhere (an OIDC provider) need not have it; the web
+    refuses to start without it.
+    """
+
+    async def authenticate(self, conn: Any, email: str, password: str) -> Membership | None:
+        """The person's membership, or ``None`` — the same ``None`` for an unknown email and a
+        wrong password. ``conn`` is in a transaction, so an old hash may be upgraded."""
         ...
 
 

@@ -1,8 +1,8 @@
 """Settling a delivery: ack after commit, retry what is transient, dead-letter with a reason.
 
-FastStream's default policy rejects on *any* exception, a passing database hiccup included
-(``shared/notes/dependencies.md`` §1). Subscribers here run with ``AckPolicy.MANUAL`` and hand
-their work to ``settle``, which classifies the outcome:
+FastStream's default policy rejects on *any* exception, a passing database hiccup included, so a
+moment's outage would dead-letter good messages. Subscribers here run with ``AckPolicy.MANUAL``
+and hand their work to ``settle``, which classifies the outcome:
 
 - a message from a broker user the queue does not accept (``signoff_runtime.senders``), or with
   no ``user_id`` at all → dead-lettered ``unexpected_sender`` before the handler runs;

@@ -41,8 +41,9 @@ DomainReads = Literal["all", "sign_in", "none"]
 class Access:
     """What one service's role may do. ``owns``: its schema (read and write; skipped while the
     schema does not exist). ``domain``: ``all`` of the domain's tables, read-only (private columns
-    excepted); ``sign_in``: the directory with its private columns and the domain's ``web``
-    tables; ``none``. ``writes_domain``: the tables the domain's operations change."""
+    excepted); ``sign_in``: the directory with its private columns (the web reads nothing else:
+    what it shows comes from the services' APIs); ``none``. ``writes_domain``: the tables the
+    domain's operations change."""
 
     owns: str
     domain: DomainReads = "none"
@@ -71,8 +72,6 @@ class DomainPrivileges:
     operations_write: tuple[str, ...] = ()
     #: columns only the sign-in may read (password hashes), by table
     private_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    #: what the web reads beyond the directory (its start pages), until it asks an API instead
-    web: tuple[str, ...] = ()
 
 
 class RolesRefused(ValueError):
@@ -281,7 +280,7 @@ def _domain(
             f"GRANT SELECT ON TABLES TO {role}"
         )
     elif access.domain == "sign_in":
-        for table in sorted({*d.directory, *d.web} & set(tables)):
+        for table in sorted(set(d.directory) & set(tables)):
             out.append(f"GRANT SELECT ON {s}.{_q(table)} TO {role}")
     if access.writes_domain:
         for table in sorted(set(d.operations_write) & set(tables)):

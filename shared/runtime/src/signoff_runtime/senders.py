@@ -1,7 +1,7 @@
 """Who may send what: the broker user behind each message, checked against the queue's senders.
 
 RabbitMQ refuses a publish whose ``user_id`` property differs from the connection's user, but it
-accepts one without the property (``shared/notes/dependencies.md``). So every publisher sets
+accepts one without the property (RabbitMQ's "validated user-ID" rule). So every publisher sets
 ``user_id`` to its own user (``broker_user``) and every consumer requires it: a message whose
 ``user_id`` is missing, or is not the user of a role the queue lists in
 ``signoff_runtime.topology.QUEUES`` (``senders``), is dead-lettered ``unexpected_sender`` by

@@ -67,7 +67,6 @@ DECLINED = Answer("declined")
 WITHDRAWN = Answer("withdrawn")
 ALREADY_COMPLETED = Answer("already_completed", with_outcome=True)
 IN_PROGRESS_ANSWER = Answer("not_approvable", reason="in_progress")
-NOT_IMPLEMENTED = Answer("invalid", reason="not_implemented", http_status=501)
 INVALID_MESSAGE = Answer("invalid", reason="invalid_message")
 
 
@@ -107,19 +106,6 @@ def outcome_sources(target: ProposalStatus) -> frozenset[ProposalStatus]:
     for status in sources:
         check_transition(status, target)
     return sources
-
-
-def event_for(status: ProposalStatus) -> EventName:
-    """The ``ProposalEvent`` a transition into ``status`` announces (``proposal.<event>``)."""
-    events: dict[ProposalStatus, EventName] = {
-        ProposalStatus.PENDING: "created",
-        ProposalStatus.DECLINED: "decided",
-        ProposalStatus.WITHDRAWN: "decided",
-        ProposalStatus.EXPIRED: "expired",
-        ProposalStatus.SUPERSEDED: "superseded",
-        ProposalStatus.EXECUTING: "executing",
-    }
-    return events.get(status, "outcome")
 
 
 def routing_key(event: EventName) -> str:

@@ -1,8 +1,8 @@
 """Running signoff's real processes in tests: start, wait for health with a deadline, stop.
 
-End-to-end tests start each service exactly as ``make run`` does (``signoff serve NAME``), on
-free ports, pointed at the test's own database and queue prefix. Output goes to a log file per
-process so a failing test can show what the service said.
+End-to-end tests and the benchmark start each service exactly as ``make run`` does (``signoff
+serve NAME``), on free ports, pointed at their own database and queue prefix (``stack_env``).
+Output goes to a log file per process so a failing test can show what the service said.
 """
 
 from __future__ import annotations
@@ -20,6 +20,39 @@ import httpx
 
 from signoff_runtime.roles import ACCESS, role_url
 from signoff_runtime.settings import DatabaseSettings
+from signoff_runtime.topology import Role
+
+#: the services a whole stack runs, in the order they are started
+SERVICES: tuple[Role, ...] = ("proposals", "executor", "reconciler", "agent")
+#: timings shortened so a test sees a retry, an expiry or a reconciliation within seconds
+QUICK_TIMINGS = {
+    "SIGNOFF_CLUB_PROVIDER_TIMEOUT_S": "2",
+    "SIGNOFF_CLUB_ATTEMPT_LEASE_S": "3",
+    "SIGNOFF_RECONCILER__POLL_S": "0.2",
+    "SIGNOFF_RECONCILER__BASE_BACKOFF_S": "0.5",
+    "SIGNOFF_RECONCILER__MAX_BACKOFF_S": "2",
+    "SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "0.5",
+}
+
+
+def stack_env(
+    database_url: str, amqp_url: str, prefix: str, *, quick: bool = True
+) -> dict[str, str]:
+    """The environment every process of one stack shares: its database, its broker and queue
+    prefix; with ``quick``, the ``QUICK_TIMINGS`` (else each service's defaults)."""
+    env = {
+        "SIGNOFF_ENV": "test",
+        "SIGNOFF_DB__URL": database_url,
+        "SIGNOFF_DB__POOL_SIZE": "8",  # two stacks run side by side under make test
+        "SIGNOFF_AMQP__URL": amqp_url,
+        "SIGNOFF_AMQP__PREFIX": prefix,
+        "SIGNOFF_AMQP__DELIVERY_LIMIT": "3",
+        "SIGNOFF_LOG_LEVEL": "INFO",
+        # stranded attempts are looked for each second: the benchmark's figures were measured so
+        "SIGNOFF_RECONCILER__SCAN_INTERVAL_S": "1",
+        "SIGNOFF_RECONCILER__STRANDED_AFTER_S": "1",
+    }
+    return env | QUICK_TIMINGS if quick else env
 
 
 def free_port() -> int:
