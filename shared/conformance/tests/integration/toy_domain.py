@@ -111,6 +111,7 @@ class GrantCredit(LocalOperation[Any, Any, Any, Any]):
     resource = "account"
     summary = "Grant an account the credit its plan gives for an occasion."
     reasons: ClassVar[dict[str, dict[Locale, str]]] = {
+        "account_not_found": {"en": "No such account.", "fr": "Compte introuvable."},
         "account_closed": {"en": "The account is closed.", "fr": "Le compte est fermé."},
         "plan_changed": {"en": "The plan changed.", "fr": "La formule a changé."},
     }
@@ -265,3 +266,12 @@ class UntranslatedResultGrant(GrantCredit):
 
     def render_result(self, result: Any, locale: Locale) -> str:
         return {"en": f"Granted {euros(result.amount_cents)}."}[locale]
+
+
+class UntranslatedReasonGrant(GrantCredit):
+    """Broken: a reason code it returns has no sentence in French (and one none at all)."""
+
+    reasons: ClassVar[dict[str, dict[Locale, str]]] = {
+        "account_not_found": {"en": "No such account.", "fr": "Compte introuvable."},
+        "account_closed": {"en": "The account is closed."},  # type: ignore[typeddict-item]
+    }

@@ -72,6 +72,10 @@ class SendVoucher(ExternalOperation[Any, Any, Any, Any, VoucherProvider]):
     section = "billing"
     resource = "account"
     summary = "Send an account a fixed-value voucher through the voucher provider."
+    reasons: ClassVar[dict[str, dict[Locale, str]]] = {
+        "account_not_found": {"en": "No such account.", "fr": "Compte introuvable."},
+        "account_closed": {"en": "The account is closed.", "fr": "Le compte est fermé."},
+    }
 
     class Request(BaseModel):
         model_config = ConfigDict(frozen=True, extra="forbid")

@@ -79,6 +79,7 @@ from signoff_contracts.reasons import Reason
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_club import refunds
+from signoff_club import tables as t
 from signoff_club.domain import (
     Destination,
     PaymentMethod,
@@ -351,6 +352,16 @@ class RefundMissingDiscount(
     Preview = RefundPreview
     Result = RefundResult
     reasons = REASONS
+    #: the attempt, its reservation and what it changes (granted to the executor, privileges.py)
+    writes: ClassVar[tuple[str, ...]] = (
+        t.refund_attempts.name,
+        t.payments.name,
+        t.refunds.name,
+        t.account_credits.name,
+        t.line_items.name,
+        t.line_item_discounts.name,
+        t.orders.name,
+    )
 
     def __init__(self, settings: ClubSettings | None = None) -> None:
         self.settings = settings or ClubSettings()
