@@ -33,6 +33,7 @@ ATTEMPT_CHECKS = {
     "test_lost_response_is_reconciled_to_one_effect",
     "test_reconcile_never_creates_an_effect",
 }
+SEARCH = "test_any_request_is_refused_or_resolves_inside_the_scope"
 # test class → (operation, case mixin, the checks that must fail)
 VARIANTS: dict[str, tuple[str, str, set[str]]] = {
     "TestGrantCredit": ("toy_domain.GrantCredit", "GrantCreditCase", set()),
@@ -60,7 +61,7 @@ VARIANTS: dict[str, tuple[str, str, set[str]]] = {
         "GrantCreditCase",
         {
             "test_out_of_scope_requests_are_rejected",
-            "test_any_request_is_refused_or_resolves_inside_the_scope",
+            "test_no_field_can_name_another_organizations_record",
         },
     ),
     "TestNoteShowingGrant": ("toy_domain.NoteShowingGrant", "GrantCreditCase", RENDER),
@@ -142,6 +143,9 @@ def test_kit_passes_correct_operations_and_fails_each_broken_one(
     wrong = {}
     for name, (_, _, expected) in VARIANTS.items():
         failed = {test for test, outcome in outcomes[name].items() if outcome == "failed"}
+        if name == "TestLeakyGrant":  # a random search may or may not meet the leak; the
+            failed.discard(SEARCH)  # deterministic sweep must
+
         if failed != expected:
             wrong[name] = {"failed": sorted(failed), "expected": sorted(expected)}
     assert not wrong, f"{wrong}\n{log}"
