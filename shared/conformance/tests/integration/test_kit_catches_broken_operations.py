@@ -34,6 +34,10 @@ ATTEMPT_CHECKS = {
     "test_reconcile_never_creates_an_effect",
 }
 SEARCH = "test_any_request_is_refused_or_resolves_inside_the_scope"
+CODE_CHECKS = {
+    "test_each_out_of_scope_request_is_rejected_for_its_own_reason",
+    "test_each_stale_fact_fails_for_its_own_reason",
+}
 # test class → (operation, case mixin, the checks that must fail)
 VARIANTS: dict[str, tuple[str, str, set[str]]] = {
     "TestGrantCredit": ("toy_domain.GrantCredit", "GrantCreditCase", set()),
@@ -149,8 +153,11 @@ def test_kit_passes_correct_operations_and_fails_each_broken_one(
         if failed != expected:
             wrong[name] = {"failed": sorted(failed), "expected": sorted(expected)}
     assert not wrong, f"{wrong}\n{log}"
-    assert set(outcomes["TestSendVoucher"].values()) == {"passed"}, log
-    assert set(outcomes["TestGrantCredit"].values()) == {"passed"}, log
+    # the toys declare no expected codes, so only those two checks may skip
+    for correct in ("TestSendVoucher", "TestGrantCredit"):
+        skipped = {test for test, outcome in outcomes[correct].items() if outcome == "skipped"}
+        assert skipped <= CODE_CHECKS, log
+        assert "failed" not in outcomes[correct].values(), log
     # the attempt protocol is checked for external operations and not even collected otherwise
     assert ATTEMPT_CHECKS <= set(outcomes["TestSendVoucher"]), log
     assert not ATTEMPT_CHECKS & set(outcomes["TestGrantCredit"]), log
