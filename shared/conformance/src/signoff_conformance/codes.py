@@ -17,7 +17,7 @@ import re
 from typing import Any, ClassVar
 
 import pytest
-from signoff_contracts.operations import LOCALES, AnyOperation, Rejected
+from signoff_contracts.operations import LOCALES, AnyOperation, Operation, Rejected
 
 from signoff_conformance.case import ConformanceCase
 from signoff_conformance.driver import resolve_request, stored
@@ -100,7 +100,8 @@ async def stale_codes(op: AnyOperation, case: ConformanceCase) -> dict[str, str 
 
 def codes_in_source(cls: type[Any]) -> set[str]:
     """Reason codes named in ``cls``'s module and the modules of its own package it imports
-    (``Rejected("code")``, ``Reason(code="code")``)."""
+    (``Rejected("code")``, ``Reason(code="code")``) — except modules of other operations, whose
+    codes are theirs."""
     module = inspect.getmodule(cls)
     if module is None:
         return set()
@@ -108,11 +109,22 @@ def codes_in_source(cls: type[Any]) -> set[str]:
     found: set[str] = set()
     for name in {module.__name__, *_own_imports(module, top)}:
         try:
-            source = inspect.getsource(importlib.import_module(name))
+            imported = importlib.import_module(name)
+            source = inspect.getsource(imported)
         except (OSError, TypeError, ImportError):
             continue
-        found |= set(_CODE.findall(source))
+        if imported is module or not _defines_an_operation(imported):
+            found |= set(_CODE.findall(source))
     return found
+
+
+def _defines_an_operation(module: Any) -> bool:
+    return any(
+        isinstance(value, type)
+        and issubclass(value, Operation)
+        and value.__module__ == module.__name__
+        for value in vars(module).values()
+    )
 
 
 def _own_imports(module: Any, top: str) -> set[str]:

@@ -11,6 +11,7 @@ overriding ``check_resolved``.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, ClassVar
 
@@ -23,8 +24,10 @@ from signoff_conformance.case import ConformanceCase
 from signoff_conformance.driver import resolve_request
 
 ID = re.compile(r"^[a-z]{3}_[0-9A-Za-z]+$")
+#: examples per operation (``SIGNOFF_CONFORMANCE_EXAMPLES`` overrides: the kit's self-test runs
+#: thirteen toy variants and asks for fewer)
 EXAMPLES = settings(
-    max_examples=50,
+    max_examples=int(os.environ.get("SIGNOFF_CONFORMANCE_EXAMPLES", "50")),
     deadline=None,
     derandomize=True,  # the same examples on every run: a failure reproduces
     suppress_health_check=[

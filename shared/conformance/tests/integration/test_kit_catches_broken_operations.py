@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 HERE = Path(__file__).parent
-TOY_MODULES = ("toy_domain.py", "toy_vouchers.py", "toy_cases.py")
+TOY_MODULES = ("toy_broken.py",)
 INI = """
 [tool.pytest.ini_options]
 addopts = "--strict-markers -p no:cacheprovider"
@@ -25,7 +25,7 @@ asyncio_mode = "auto"
 asyncio_default_fixture_loop_scope = "session"
 asyncio_default_test_loop_scope = "session"
 filterwarnings = ["error"]
-timeout = 120
+timeout = 240
 """
 RENDER = {"test_render_preview[en]", "test_render_preview[fr]"}
 ATTEMPT_CHECKS = {
@@ -40,9 +40,9 @@ CODE_CHECKS = {
 }
 # test class → (operation, case mixin, the checks that must fail)
 VARIANTS: dict[str, tuple[str, str, set[str]]] = {
-    "TestGrantCredit": ("toy_domain.GrantCredit", "GrantCreditCase", set()),
+    "TestGrantCredit": ("GrantCredit", "GrantCreditCase", set()),
     "TestExtraFieldsGrant": (
-        "toy_domain.ExtraFieldsGrant",
+        "toy_broken.ExtraFieldsGrant",
         "GrantCreditCase",
         {
             "test_check_operation",
@@ -51,37 +51,37 @@ VARIANTS: dict[str, tuple[str, str, set[str]]] = {
         },
     ),
     "TestStalenessBlindGrant": (
-        "toy_domain.StalenessBlindGrant",
+        "toy_broken.StalenessBlindGrant",
         "GrantCreditCase",
         {"test_revalidate_fails_closed_when_stale"},
     ),
     "TestRepeatingGrant": (
-        "toy_domain.RepeatingGrant",
+        "toy_broken.RepeatingGrant",
         "GrantCreditCase",
         {"test_repeated_execution_has_one_effect"},
     ),
     "TestLeakyGrant": (
-        "toy_domain.LeakyGrant",
+        "toy_broken.LeakyGrant",
         "GrantCreditCase",
         {
             "test_out_of_scope_requests_are_rejected",
             "test_no_field_can_name_another_organizations_record",
         },
     ),
-    "TestNoteShowingGrant": ("toy_domain.NoteShowingGrant", "GrantCreditCase", RENDER),
+    "TestNoteShowingGrant": ("toy_broken.NoteShowingGrant", "GrantCreditCase", RENDER),
     "TestUntranslatedResultGrant": (
-        "toy_domain.UntranslatedResultGrant",
+        "toy_broken.UntranslatedResultGrant",
         "GrantCreditCase",
         {"test_render_result_in_every_locale"},
     ),
     "TestUntranslatedReasonGrant": (
-        "toy_domain.UntranslatedReasonGrant",
+        "toy_broken.UntranslatedReasonGrant",
         "GrantCreditCase",
         {"test_every_reason_code_has_a_text_in_every_locale"},
     ),
-    "TestSendVoucher": ("toy_vouchers.SendVoucher", "VoucherCase", set()),
+    "TestSendVoucher": ("SendVoucher", "VoucherCase", set()),
     "TestLateAttemptVoucher": (
-        "toy_vouchers.LateAttemptVoucher",
+        "toy_broken.LateAttemptVoucher",
         "VoucherCase",
         {
             "test_attempt_is_committed_before_the_provider_is_called",
@@ -90,7 +90,7 @@ VARIANTS: dict[str, tuple[str, str, set[str]]] = {
         },
     ),
     "TestBlindRetryVoucher": (
-        "toy_vouchers.BlindRetryVoucher",
+        "toy_broken.BlindRetryVoucher",
         "VoucherCase",
         {"test_reconcile_never_creates_an_effect"},
     ),
@@ -99,10 +99,11 @@ VARIANTS: dict[str, tuple[str, str, set[str]]] = {
 
 def _test_module() -> str:
     lines = [
-        "import toy_domain",
-        "import toy_vouchers",
+        "import toy_broken",
         "from signoff_conformance import OperationConformance",
-        "from toy_cases import GrantCreditCase, VoucherCase",
+        "from signoff_conformance.toy.cases import GrantCreditCase, VoucherCase",
+        "from signoff_conformance.toy.domain import GrantCredit",
+        "from signoff_conformance.toy.vouchers import SendVoucher",
         "",
     ]
     for name, (operation, mixin, _) in VARIANTS.items():
@@ -133,13 +134,14 @@ def _outcomes(report: Path) -> dict[str, dict[str, str]]:
 
 
 def test_kit_passes_correct_operations_and_fails_each_broken_one(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SIGNOFF_CONFORMANCE_EXAMPLES", "10")
     for module in TOY_MODULES:
         pytester.makepyfile(**{module.removesuffix(".py"): (HERE / module).read_text()})
     pytester.makepyprojecttoml(INI)
     pytester.makepyfile(test_toy_conformance=_test_module())
-    result = pytester.runpytest_subprocess("--junitxml=report.xml", "-q", timeout=300)
+    result = pytester.runpytest_subprocess("--junitxml=report.xml", "-q", timeout=540)
     outcomes = _outcomes(pytester.path / "report.xml")
     log = result.stdout.str()[-6000:]
     assert set(outcomes) == set(VARIANTS), log
