@@ -1,10 +1,11 @@
 """What a card shows: the operation's own fixed preview template, status, outcome, actions.
 
-A proposal card renders its frozen preview with ``render_preview`` in the viewer's locale —
-never model-written text. Whether the approve and decline buttons appear is the operation's own
-``authorize`` for the viewer's role (the proposals service decides again on every command; the
-buttons are only a courtesy). The withdraw button appears on one's own pending proposals. A
-finished card has no actions at all.
+A proposal card renders its frozen preview with ``render_preview`` in the viewer's locale: title,
+labels and structure are the operation's own; content fields (a drafted subject or body) are data
+shown verbatim and escaped, as approved. Whether the approve and decline buttons appear is the
+operation's own ``authorize`` for the viewer's role (the proposals service decides again on every
+command; the buttons are only a courtesy). The withdraw button appears on one's own pending
+proposals. A finished card has no actions at all.
 """
 
 from __future__ import annotations

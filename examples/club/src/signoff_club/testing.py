@@ -4,12 +4,15 @@
 second organization whose ids must never resolve in the first one's scope; rows are committed
 (operations then run on connections of their own, concurrently at times), and every call makes
 fresh organizations, so tests never share state. ``drive_external`` runs the attempt protocol
-the way the executor does, so an operation's tests exercise the same transaction boundaries.
+through the executor's own copy of it (``signoff_runtime.execution``), so an operation's tests
+exercise the same transaction boundaries.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -17,12 +20,13 @@ from typing import Any, Generic, TypeVar
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import (
     AnyOperation,
-    EffectUncertain,
+    AttemptRef,
     ExecutionContext,
     ExternalOperation,
     Scope,
 )
-from signoff_contracts.outcomes import OperationOutcome, RevisionRequired
+from signoff_contracts.outcomes import OperationOutcome
+from signoff_runtime import execution
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -33,6 +37,7 @@ from signoff_club.seed import seed_organization
 from signoff_club.settings import ClubSettings
 
 OperationT = TypeVar("OperationT", bound=AnyOperation)
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -135,9 +140,68 @@ async def count_rows(conn: AsyncConnection) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Uncertain:
-    """``perform`` raised ``EffectUncertain``; the attempt was marked unknown."""
+    """``perform`` raised (``EffectUncertain``, or anything else); the attempt was marked
+    unknown."""
 
     attempt_id: str
+
+
+class _Driven:
+    """A ``signoff_runtime.execution.Ledger`` that keeps nothing: plain transactions, the
+    outcome returned as it is (``Uncertain`` for an unknown attempt)."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        admitted: execution.Admitted,
+        provider: Any,
+        start: asyncio.Barrier | None,
+    ) -> None:
+        self.engine, self.admitted, self.client, self.start = engine, admitted, provider, start
+
+    async def transaction(self, body: Callable[[AsyncConnection], Awaitable[R]]) -> R:
+        async with self.engine.begin() as conn:
+            return await body(conn)
+
+    async def admit(
+        self, conn: AsyncConnection, op: AnyOperation
+    ) -> execution.Admitted | OperationOutcome | Uncertain:
+        await conn.exec_driver_sql("SELECT 1")  # hold a connection before the start line
+        if self.start is not None:
+            await self.start.wait()
+        return self.admitted
+
+    async def conclude(
+        self, conn: AsyncConnection, outcome: OperationOutcome, attempt: AttemptRef | None
+    ) -> OperationOutcome | Uncertain:
+        return outcome
+
+    async def conclude_unknown(
+        self, conn: AsyncConnection, attempt: AttemptRef
+    ) -> OperationOutcome | Uncertain:
+        return Uncertain(attempt.attempt_id)
+
+    async def attempting(
+        self, conn: AsyncConnection, attempt: AttemptRef, arguments: Any
+    ) -> execution.Attempting:
+        return execution.Attempting(attempt, arguments)
+
+    async def holds(
+        self, conn: AsyncConnection, attempt: AttemptRef
+    ) -> OperationOutcome | Uncertain | None:
+        return None
+
+    def provider(self, op: Any) -> AbstractAsyncContextManager[Any]:
+        return nullcontext(self.client)
+
+    def performed(self, op: Any, attempt: AttemptRef, error: Exception | None) -> None:
+        pass
+
+    async def failed(self, op: AnyOperation, exc: Exception) -> OperationOutcome | Uncertain:
+        raise exc
+
+    def record_failed(self, attempt: AttemptRef, exc: Exception) -> None:
+        raise exc
 
 
 async def drive_external(
@@ -150,24 +214,11 @@ async def drive_external(
     *,
     start: asyncio.Barrier | None = None,
 ) -> OperationOutcome | Uncertain:
-    """The executor's attempt protocol: revalidate and begin in one committed transaction,
-    call the provider outside any transaction, then record (or mark unknown) in a second.
+    """The executor's attempt protocol (``signoff_runtime.execution``, the executor's own copy):
+    revalidate and begin in one committed transaction, call the provider outside any
+    transaction, then record (or mark unknown) in a second.
 
     ``start``: racers wait there with their transaction open, so they revalidate together.
     """
-    async with engine.begin() as conn:
-        await conn.exec_driver_sql("SELECT 1")  # hold a connection before the start line
-        if start is not None:
-            await start.wait()
-        reason = await operation.revalidate(arguments, scope, conn)
-        if reason is not None:
-            return RevisionRequired(reason=reason)
-        attempt = await operation.begin_attempt(arguments, scope, ctx, conn)
-    try:
-        answer = await operation.perform(attempt, arguments, provider)
-    except EffectUncertain:
-        async with engine.begin() as conn:
-            await operation.mark_unknown(attempt, conn)
-        return Uncertain(attempt.attempt_id)
-    async with engine.begin() as conn:
-        return await operation.record(attempt, answer, conn)
+    admitted = execution.Admitted(arguments, scope, ctx)
+    return await execution.run(operation, _Driven(engine, admitted, provider, start))

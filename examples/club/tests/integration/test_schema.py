@@ -1,4 +1,6 @@
-"""The hand-written migration and ``tables.py`` describe the same schema."""
+"""The hand-written migrations and the tables declared in Python describe the same schema:
+``tables.py`` and any table an operation module declares on its ``metadata`` (every registered
+operation is loaded first, so a new operation's own table is compared too)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from signoff_club.tables import SCHEMA, metadata
+from signoff_runtime.registry import load_operations
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -33,5 +36,6 @@ def _diff(conn: Connection) -> list[Any]:
 
 
 async def test_migration_matches_tables(engine: AsyncEngine) -> None:
+    load_operations()
     async with engine.connect() as conn:
         assert await conn.run_sync(_diff) == []

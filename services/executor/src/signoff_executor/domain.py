@@ -10,13 +10,13 @@ now be performed (``Attempting``). Each step knows what its commit must have lef
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
-from signoff_contracts.operations import AttemptRef, ExecutionContext, Scope
+from signoff_contracts.operations import ExecutionContext, Scope
 from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, RevisionRequired
 from signoff_contracts.reasons import APPROVAL_STALE, APPROVER_NO_LONGER_AUTHORIZED, Reason
 from signoff_contracts.v1 import ExecutionContract
+from signoff_runtime import execution
 
 from signoff_executor.repository import Execution
 
@@ -42,17 +42,19 @@ class Duplicate:
 
 
 @dataclass(frozen=True, slots=True)
-class Attempting:
+class Attempting(execution.Attempting):
     """The attempt is committed; the provider may now be called, once."""
-
-    attempt: AttemptRef
-    arguments: Any
 
     def landed(self, row: Execution | None) -> bool:
         return row is not None and row.status == "attempting" and row.attempt == self.attempt
 
 
 Step = Concluded | Duplicate | Attempting
+
+
+def landed(step: object, row: Execution | None) -> bool:
+    """Did the transaction that ended in ``step`` commit? (``row``: as it is now)."""
+    return isinstance(step, Concluded | Duplicate | Attempting) and step.landed(row)
 
 
 def scope_of(contract: ExecutionContract) -> Scope:

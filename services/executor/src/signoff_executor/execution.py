@@ -14,36 +14,29 @@ An external operation commits its attempt first (``attempting``), calls the prov
 any transaction, and records the answer in a second transaction. If the answer is lost (or the
 call fails in any way, or a redelivery finds ``attempting``), the attempt is marked unknown and
 the reconciler is asked to find out (``NeedsReconciliation``); the provider is never called twice.
+
+That order is ``signoff_runtime.execution`` — the one copy the conformance kit runs operations
+through too; this module is the executor's ``Ledger`` for it (the ``executions`` row, the
+checks before ``revalidate``, the outbox, and ``unit_of_work`` for every commit).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import structlog
 from pydantic import ValidationError
 from signoff_contracts.ids import new_id
-from signoff_contracts.operations import (
-    AnyOperation,
-    AttemptRef,
-    Directory,
-    ExternalOperation,
-    LocalOperation,
-)
-from signoff_contracts.outcomes import (
-    NeedsReconciliation,
-    OperationOutcome,
-    RevisionRequired,
-    Succeeded,
-    TerminalFailure,
-)
+from signoff_contracts.operations import AnyOperation, AttemptRef, Directory
+from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, TerminalFailure
 from signoff_contracts.v1 import ExecutionContract
-from signoff_runtime import signing
+from signoff_runtime import execution, signing
 from signoff_runtime.consumer import PermanentError
+from signoff_runtime.execution import Admitted, External
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.settings import ContractVerifyingSettings
@@ -57,7 +50,7 @@ from signoff_executor.domain import Attempting, Concluded, Duplicate, Step
 from signoff_executor.errors import is_transient
 
 log = structlog.get_logger(__name__)
-External = ExternalOperation[Any, Any, Any, Any, Any]
+R = TypeVar("R")
 
 
 class Executor:
@@ -120,122 +113,14 @@ class Executor:
     async def _execute(
         self, contract: ExecutionContract, op: AnyOperation
     ) -> OperationOutcome | None:
-        try:
-            step = await self._transaction(contract, lambda conn: self._first(conn, contract, op))
-        except Exception as exc:
-            if is_transient(exc):
-                raise
-            return await self._fail(contract, op, exc)
-        if isinstance(step, Attempting):
-            return await self._attempt(contract, cast(External, op), step)
-        return step.outcome if isinstance(step, Concluded) else None
-
-    async def _first(
-        self, conn: AsyncConnection, contract: ExecutionContract, op: AnyOperation
-    ) -> Step:
-        row = await repository.claim(conn, contract)
-        if self._no_dedup:  # SIGNOFF_UNSAFE__NO_DEDUP: whatever the row says, run it again
-            row = replace(row, status="started")
-        if row.status == "done":
-            metrics.DUPLICATES.labels("done").inc()
-            await self._republish(conn, contract, row)
-            return Duplicate(row.status)
-        if row.status == "attempting":
-            # The executor that committed this attempt died before recording its answer (or is
-            # still waiting for it): whether the provider applied it is unknown. Never call again.
-            metrics.DUPLICATES.labels("attempting").inc()
-            assert row.attempt is not None
-            return await self._unknown_in(conn, contract, cast(External, op), row.attempt)
-        if row.late:
-            return await self._conclude(conn, contract, domain.stale(contract))
-        if not self._skip_authz and not await approver_still_authorized(
-            self._directory, conn, contract, op
-        ):
-            log.warning("contract.approver_no_longer_authorized", approved_by=contract.approved_by)
-            return await self._conclude(conn, contract, domain.no_longer_authorized(contract))
-        try:
-            arguments = op.parse_arguments(contract.arguments)
-        except (ValidationError, ValueError, TypeError) as exc:
-            return await self._conclude(conn, contract, _unparseable(exc))
-        scope, ctx = domain.scope_of(contract), domain.context_of(contract)
-        reason = await op.revalidate(arguments, scope, conn)
-        if reason is not None:
-            return await self._conclude(conn, contract, RevisionRequired(reason=reason))
-        if isinstance(op, LocalOperation):
-            result = await op.execute(arguments, scope, ctx, conn)
-            return await self._conclude(
-                conn, contract, Succeeded(result=result.model_dump(mode="json"))
-            )
-        attempt = await cast(External, op).begin_attempt(arguments, scope, ctx, conn)
-        await repository.mark_attempting(conn, contract.contract_id, attempt)
-        return Attempting(attempt, arguments)
-
-    async def _attempt(
-        self, contract: ExecutionContract, op: External, step: Attempting
-    ) -> OperationOutcome | None:
-        """Call the provider once (the attempt is committed); record its answer or its absence."""
-        provider = self._providers.for_operation(op)
-        try:
-            answer = await asyncio.wait_for(
-                op.perform(step.attempt, step.arguments, provider), self._perform_timeout_s
-            )
-        except Exception as exc:  # EffectUncertain, timeout, transport: it may have happened
-            metrics.PROVIDER_CALLS.labels(op.kind, "uncertain").inc()
-            log.warning("attempt.uncertain", attempt_id=step.attempt.attempt_id, error=repr(exc))
-            return await self._conclude_unknown(contract, op, step.attempt)
-        metrics.PROVIDER_CALLS.labels(op.kind, "answered").inc()
-        try:
-            done = await self._transaction(
-                contract, lambda conn: self._record(conn, contract, op, step.attempt, answer)
-            )
-        except Exception as exc:
-            if is_transient(exc):
-                raise  # the redelivery finds `attempting` and asks the reconciler
-            log.error("attempt.record_failed", attempt_id=step.attempt.attempt_id, exc_info=exc)
-            return await self._conclude_unknown(contract, op, step.attempt)
-        return done.outcome if isinstance(done, Concluded) else None
-
-    async def _record(
-        self,
-        conn: AsyncConnection,
-        contract: ExecutionContract,
-        op: External,
-        attempt: AttemptRef,
-        answer: Any,
-    ) -> Step:
-        row = await repository.lock(conn, contract.contract_id)
-        if row is None or row.status != "attempting" or row.attempt != attempt:
-            # A duplicate delivery declared this attempt unknown while we were calling: the
-            # reconciler owns it now and will learn the same answer from the provider.
-            log.warning("attempt.concluded_elsewhere", attempt_id=attempt.attempt_id)
-            return Duplicate(row.status if row else "missing")
-        outcome = await op.record(attempt, answer, conn)
-        return await self._conclude(conn, contract, outcome, attempt)
-
-    async def _conclude_unknown(
-        self, contract: ExecutionContract, op: External, attempt: AttemptRef
-    ) -> OperationOutcome | None:
-        async def body(conn: AsyncConnection) -> Step:
-            row = await repository.lock(conn, contract.contract_id)
-            if row is None or row.status != "attempting" or row.attempt != attempt:
-                return Duplicate(row.status if row else "missing")
-            return await self._unknown_in(conn, contract, op, attempt)
-
-        step = await self._transaction(contract, body)
-        return step.outcome if isinstance(step, Concluded) else None
-
-    async def _unknown_in(
-        self, conn: AsyncConnection, contract: ExecutionContract, op: External, attempt: AttemptRef
-    ) -> Concluded:
-        await op.mark_unknown(attempt, conn)
-        return await self._conclude(
-            conn, contract, domain.needs_reconciliation(contract.proposal_id), attempt
+        step = await execution.run(
+            op, _ContractLedger(self, contract), perform_timeout_s=self._perform_timeout_s
         )
+        return step.outcome if isinstance(step, Concluded) else None
 
-    async def _fail(
-        self, contract: ExecutionContract, op: AnyOperation, exc: Exception
-    ) -> OperationOutcome | None:
+    async def _fail(self, ledger: _ContractLedger, op: AnyOperation, exc: Exception) -> Step:
         """The operation's own code raised: the contract's answer is a ``TerminalFailure``."""
+        contract = ledger.contract
         correlation_id = new_id("cor")
         log.error("contract.execution_failed", correlation_id=correlation_id, exc_info=exc)
 
@@ -243,15 +128,14 @@ class Executor:
             row = await repository.claim(conn, contract)
             if row.status == "attempting":  # an attempt committed after all: its fate is unknown
                 assert row.attempt is not None
-                return await self._unknown_in(conn, contract, cast(External, op), row.attempt)
+                return await execution.mark_unknown(cast(External, op), ledger, conn, row.attempt)
             if row.status == "done":
                 return Duplicate(row.status)
             return await self._conclude(
                 conn, contract, TerminalFailure(correlation_id=correlation_id)
             )
 
-        step = await self._transaction(contract, body)
-        return step.outcome if isinstance(step, Concluded) else None
+        return await self._transaction(contract, body)
 
     async def _conclude(
         self,
@@ -302,15 +186,100 @@ class Executor:
             )
 
     async def _transaction(
-        self, contract: ExecutionContract, body: Callable[[AsyncConnection], Awaitable[Step]]
-    ) -> Step:
-        async def landed(conn: AsyncConnection, step: Step) -> bool:
-            return step.landed(await repository.read(conn, contract.contract_id))
+        self, contract: ExecutionContract, body: Callable[[AsyncConnection], Awaitable[R]]
+    ) -> R:
+        async def landed(conn: AsyncConnection, step: R) -> bool:
+            return domain.landed(step, await repository.read(conn, contract.contract_id))
 
         if self._direct is not None:  # SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX
             async with self._direct.after_commit():
                 return await unit_of_work.run(self._engine, body, landed)
         return await unit_of_work.run(self._engine, body, landed)
+
+
+class _ContractLedger:
+    """The executor's side of the execution protocol for one contract: its ``executions`` row
+    (dedup, the attempt it holds), the checks before ``revalidate``, the outcome and its
+    messages in the outbox, and every transaction through ``unit_of_work`` (in-doubt commits)."""
+
+    def __init__(self, executor: Executor, contract: ExecutionContract) -> None:
+        self.executor = executor
+        self.contract = contract
+
+    async def transaction(self, body: Callable[[AsyncConnection], Awaitable[R]]) -> R:
+        return await self.executor._transaction(self.contract, body)
+
+    async def admit(self, conn: AsyncConnection, op: AnyOperation) -> Admitted | Step:
+        executor, contract = self.executor, self.contract
+        row = await repository.claim(conn, contract)
+        if executor._no_dedup:  # SIGNOFF_UNSAFE__NO_DEDUP: whatever the row says, run it again
+            row = replace(row, status="started")
+        if row.status == "done":
+            metrics.DUPLICATES.labels("done").inc()
+            await executor._republish(conn, contract, row)
+            return Duplicate(row.status)
+        if row.status == "attempting":
+            # The executor that committed this attempt died before recording its answer (or is
+            # still waiting for it): whether the provider applied it is unknown. Never call again.
+            metrics.DUPLICATES.labels("attempting").inc()
+            assert row.attempt is not None
+            return await execution.mark_unknown(cast(External, op), self, conn, row.attempt)
+        if row.late:
+            return await executor._conclude(conn, contract, domain.stale(contract))
+        if not executor._skip_authz and not await approver_still_authorized(
+            executor._directory, conn, contract, op
+        ):
+            log.warning("contract.approver_no_longer_authorized", approved_by=contract.approved_by)
+            return await executor._conclude(conn, contract, domain.no_longer_authorized(contract))
+        try:
+            arguments = op.parse_arguments(contract.arguments)
+        except (ValidationError, ValueError, TypeError) as exc:
+            return await executor._conclude(conn, contract, _unparseable(exc))
+        return Admitted(arguments, domain.scope_of(contract), domain.context_of(contract))
+
+    async def conclude(
+        self, conn: AsyncConnection, outcome: OperationOutcome, attempt: AttemptRef | None
+    ) -> Step:
+        return await self.executor._conclude(conn, self.contract, outcome, attempt)
+
+    async def conclude_unknown(self, conn: AsyncConnection, attempt: AttemptRef) -> Step:
+        outcome = domain.needs_reconciliation(self.contract.proposal_id)
+        return await self.executor._conclude(conn, self.contract, outcome, attempt)
+
+    async def attempting(
+        self, conn: AsyncConnection, attempt: AttemptRef, arguments: Any
+    ) -> Attempting:
+        await repository.mark_attempting(conn, self.contract.contract_id, attempt)
+        return Attempting(attempt, arguments)
+
+    async def holds(self, conn: AsyncConnection, attempt: AttemptRef) -> Step | None:
+        row = await repository.lock(conn, self.contract.contract_id)
+        if row is not None and row.status == "attempting" and row.attempt == attempt:
+            return None
+        # A duplicate delivery declared this attempt unknown while we were calling: the
+        # reconciler owns it now and will learn the same answer from the provider.
+        log.warning("attempt.concluded_elsewhere", attempt_id=attempt.attempt_id)
+        return Duplicate(row.status if row else "missing")
+
+    def provider(self, op: External) -> AbstractAsyncContextManager[Any]:
+        return nullcontext(self.executor._providers.for_operation(op))
+
+    def performed(self, op: External, attempt: AttemptRef, error: Exception | None) -> None:
+        if error is None:
+            metrics.PROVIDER_CALLS.labels(op.kind, "answered").inc()
+            return
+        metrics.PROVIDER_CALLS.labels(op.kind, "uncertain").inc()
+        log.warning("attempt.uncertain", attempt_id=attempt.attempt_id, error=repr(error))
+
+    async def failed(self, op: AnyOperation, exc: Exception) -> Step:
+        if is_transient(exc):
+            raise exc
+        return await self.executor._fail(self, op, exc)
+
+    def record_failed(self, attempt: AttemptRef, exc: Exception) -> None:
+        if is_transient(exc):
+            raise exc  # the redelivery finds `attempting` and asks the reconciler
+        log.error("attempt.record_failed", attempt_id=attempt.attempt_id, exc_info=exc)
 
 
 def _unparseable(exc: Exception) -> TerminalFailure:

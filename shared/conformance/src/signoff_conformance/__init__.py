@@ -3,10 +3,14 @@
 Subclass ``OperationConformance`` in a test module, name the operation class and give a
 ``case`` fixture that builds a ``ConformanceCase`` in the real database; the inherited tests
 check scope, staleness, JSON round trips, idempotent execution and (for external effects) the
-attempt protocol. The ``run_*`` drivers are the execute paths the checks use — call them from
-an operation's own tests too.
+attempt protocol, that each reason code has a text in every locale, that any request resolves
+inside the scope or is refused, and that the operation is registered under its entry point. The
+``run_*`` drivers are the execute paths the checks use (the executor's own protocol,
+``signoff_runtime.execution``) — call them from an operation's own tests too; ``actors`` finds
+the case's manager and viewer through the domain's directory.
 """
 
+from signoff_conformance.actors import actors
 from signoff_conformance.case import CaseError, ConformanceCase, StaleFact
 from signoff_conformance.driver import (
     ProviderSpy,
@@ -30,6 +34,7 @@ __all__ = [
     "ProviderSpy",
     "Run",
     "StaleFact",
+    "actors",
     "begin",
     "is_unique_violation",
     "new_context",

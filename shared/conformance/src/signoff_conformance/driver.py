@@ -1,9 +1,11 @@
-"""The execute paths, driven the way the agent and the executor drive them.
+"""The execute paths, driven the way the proposals service and the executor drive them.
 
 The kit's checks — and an adopter's own tests — run an operation through these functions rather
 than calling its parts ad hoc, so every check sees the same transaction boundaries the services
-use: ``resolve`` in a read-only transaction, ``revalidate`` + ``execute`` in one, and for external
-effects the attempt committed before the provider is called and the answer recorded after.
+use: ``resolve`` in a read-only transaction, and execution through the executor's own protocol
+(``signoff_runtime.execution``: ``revalidate`` + ``execute`` in one transaction; for external
+effects the attempt committed before the provider is called and the answer recorded after),
+with plain transactions where the executor keeps its ``executions`` row.
 Arguments always cross a JSON boundary first, as stored contracts do.
 """
 
@@ -11,18 +13,17 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import (
     AnyOperation,
     AttemptRef,
-    EffectUncertain,
     ExecutionContext,
     ExternalOperation,
     LocalOperation,
@@ -30,18 +31,16 @@ from signoff_contracts.operations import (
 )
 from signoff_contracts.outcomes import OperationOutcome, RevisionRequired, Succeeded
 from signoff_contracts.reasons import Reason
+from signoff_runtime import execution
+from signoff_runtime.execution import Admitted, Attempting, External
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_conformance.case import ConformanceCase
 
 UNIQUE_VIOLATION = "23505"
-
-
-class _Refused(Exception):
-    def __init__(self, reason: Reason) -> None:
-        super().__init__(reason.code)
-        self.reason = reason
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +51,8 @@ class Run:
                    ``outcome`` what ``record`` returned or the executor would report);
     ``refused``    ``revalidate`` returned ``reason``, or the store refused a duplicate
                    (``refused_by="unique_violation"``) — the transaction rolled back;
-    ``uncertain``  ``perform`` raised ``EffectUncertain`` and ``mark_unknown`` ran.
+    ``uncertain``  ``perform`` raised (``EffectUncertain``, or anything else: ``error``) and
+                   ``mark_unknown`` ran — as in the executor, a failed call is never retried.
     """
 
     status: Literal["executed", "refused", "uncertain"]
@@ -62,6 +62,7 @@ class Run:
     refused_by: Literal["revalidation", "unique_violation"] | None = None
     attempt: AttemptRef | None = None
     provider_calls: int = 0
+    error: Exception | None = None
 
 
 def new_context(case: ConformanceCase, proposal_id: str | None = None) -> ExecutionContext:
@@ -97,30 +98,107 @@ def is_unique_violation(exc: BaseException) -> bool:
     return UNIQUE_VIOLATION in codes
 
 
+#: called from inside ``perform`` on each provider call, with the attempt being performed
+ProviderCallHook = Callable[[AttemptRef], Awaitable[None]]
+
+
+class _KitLedger:
+    """The kit's side of ``signoff_runtime.execution``: plain transactions on the case's
+    engine, nothing kept beside the domain's own rows, every step reported as a ``Run``."""
+
+    def __init__(
+        self,
+        op: AnyOperation,
+        case: ConformanceCase,
+        ctx: ExecutionContext,
+        arguments: BaseModel,
+        on_provider_call: ProviderCallHook | None = None,
+    ) -> None:
+        self.op, self.case, self.ctx, self.arguments = op, case, ctx, arguments
+        self.spy: ProviderSpy | None = None
+        self.on_provider_call = on_provider_call
+        self.error: Exception | None = None
+
+    async def transaction(self, body: Callable[[AsyncConnection], Awaitable[R]]) -> R:
+        async with self.case.engine.begin() as conn:
+            return await body(conn)
+
+    async def admit(self, conn: AsyncConnection, op: AnyOperation) -> Admitted | Run:
+        return Admitted(stored(op, self.arguments), self.case.scope, self.ctx)
+
+    async def conclude(
+        self, conn: AsyncConnection, outcome: OperationOutcome, attempt: AttemptRef | None
+    ) -> Run:
+        if attempt is None and isinstance(outcome, RevisionRequired):
+            return _refusal(outcome.reason)
+        result = None
+        if attempt is None and isinstance(outcome, Succeeded):
+            result = self.op.parse_result(outcome.result)
+        return Run(
+            status="executed",
+            result=result,
+            outcome=outcome,
+            attempt=attempt,
+            provider_calls=self.calls,
+        )
+
+    async def conclude_unknown(self, conn: AsyncConnection, attempt: AttemptRef) -> Run:
+        return Run(status="uncertain", attempt=attempt, provider_calls=self.calls, error=self.error)
+
+    async def attempting(
+        self, conn: AsyncConnection, attempt: AttemptRef, arguments: Any
+    ) -> Attempting:
+        return Attempting(attempt, arguments)
+
+    async def holds(self, conn: AsyncConnection, attempt: AttemptRef) -> Run | None:
+        return None
+
+    def provider(self, op: External) -> AbstractAsyncContextManager[Any]:
+        return self._spied(op)
+
+    @asynccontextmanager
+    async def _spied(self, op: External) -> AsyncIterator[Any]:
+        async with open_provider(op, self.case) as provider:
+            yield provider if self.spy is None else self.spy.wrap(provider)
+
+    def performed(self, op: External, attempt: AttemptRef, error: Exception | None) -> None:
+        self.error = error
+
+    async def failed(self, op: AnyOperation, exc: Exception) -> Run:
+        if is_unique_violation(exc):
+            return Run(status="refused", refused_by="unique_violation")
+        raise exc
+
+    def record_failed(self, attempt: AttemptRef, exc: Exception) -> None:
+        raise exc
+
+    @property
+    def calls(self) -> int:
+        return self.spy.calls if self.spy is not None else 0
+
+
+async def _run(
+    op: AnyOperation,
+    case: ConformanceCase,
+    ctx: ExecutionContext,
+    arguments: BaseModel,
+    on_provider_call: ProviderCallHook | None = None,
+) -> Run:
+    ledger = _KitLedger(op, case, ctx, arguments, on_provider_call)
+    step = await execution.begin(op, ledger)
+    if not isinstance(step, Attempting):
+        return step
+    assert isinstance(op, ExternalOperation)
+    ledger.spy = ProviderSpy(step.attempt, on_provider_call)
+    return await execution.perform(op, ledger, step)
+
+
 async def run_local(
     op: AnyOperation, case: ConformanceCase, ctx: ExecutionContext, arguments: BaseModel
 ) -> Run:
     """``revalidate`` then ``execute`` in one transaction, committed together."""
     assert isinstance(op, LocalOperation), f"{op.kind} is not a LocalOperation"
-    args = stored(op, arguments)
-    try:
-        async with case.engine.begin() as conn:
-            reason = await op.revalidate(args, case.scope, conn)
-            if reason is not None:
-                raise _Refused(reason)
-            result = await op.execute(args, case.scope, ctx, conn)
-    except _Refused as refused:
-        return _refusal(refused.reason)
-    except IntegrityError as exc:
-        if not is_unique_violation(exc):
-            raise
-        return Run(status="refused", refused_by="unique_violation")
-    outcome = Succeeded(result=result.model_dump(mode="json"))
-    return Run(status="executed", result=result, outcome=outcome)
-
-
-#: called from inside ``perform`` on each provider call, with the attempt being performed
-ProviderCallHook = Callable[[AttemptRef], Awaitable[None]]
+    return await _run(op, case, ctx, arguments)
 
 
 async def begin(
@@ -128,20 +206,8 @@ async def begin(
 ) -> AttemptRef | Run:
     """Phase 1 of the attempt protocol: ``revalidate`` + ``begin_attempt``, committed."""
     assert isinstance(op, ExternalOperation), f"{op.kind} is not an ExternalOperation"
-    args = stored(op, arguments)
-    try:
-        async with case.engine.begin() as conn:
-            reason = await op.revalidate(args, case.scope, conn)
-            if reason is not None:
-                raise _Refused(reason)
-            attempt = await op.begin_attempt(args, case.scope, ctx, conn)
-    except _Refused as refused:
-        return _refusal(refused.reason)
-    except IntegrityError as exc:
-        if not is_unique_violation(exc):
-            raise
-        return Run(status="refused", refused_by="unique_violation")
-    return attempt
+    step = await execution.begin(op, _KitLedger(op, case, ctx, arguments))
+    return step.attempt if isinstance(step, Attempting) else step
 
 
 async def run_external(
@@ -155,30 +221,14 @@ async def run_external(
     """The attempt protocol: begin + commit, ``perform`` once, then ``record`` or
     ``mark_unknown`` in a second transaction."""
     assert isinstance(op, ExternalOperation), f"{op.kind} is not an ExternalOperation"
-    begun = await begin(op, case, ctx, arguments)
-    if isinstance(begun, Run):
-        return begun
-    attempt, args = begun, stored(op, arguments)
-    spy = ProviderSpy(attempt, on_provider_call)
-    async with open_provider(op, case) as provider:
-        try:
-            answer = await op.perform(attempt, args, spy.wrap(provider))
-        except EffectUncertain:
-            async with case.engine.begin() as conn:
-                await op.mark_unknown(attempt, conn)
-            return Run(status="uncertain", attempt=attempt, provider_calls=spy.calls)
-    async with case.engine.begin() as conn:
-        outcome = await op.record(attempt, answer, conn)
-    return Run(status="executed", outcome=outcome, attempt=attempt, provider_calls=spy.calls)
+    return await _run(op, case, ctx, arguments, on_provider_call)
 
 
 async def run_execution(
     op: AnyOperation, case: ConformanceCase, ctx: ExecutionContext, arguments: BaseModel
 ) -> Run:
     """The path the executor takes for ``op``'s kind of effect."""
-    if isinstance(op, ExternalOperation):
-        return await run_external(op, case, ctx, arguments)
-    return await run_local(op, case, ctx, arguments)
+    return await _run(op, case, ctx, arguments)
 
 
 def open_provider(op: AnyOperation, case: ConformanceCase) -> AbstractAsyncContextManager[Any]:

@@ -31,13 +31,20 @@ from signoff_contracts.reasons import Reason
 from signoff_conformance import probes
 from signoff_conformance.attempts import AttemptProtocolChecks
 from signoff_conformance.case import ConformanceCase
+from signoff_conformance.codes import ReasonCodeChecks
 from signoff_conformance.driver import Run, new_context, resolve_request, run_execution, stored
+from signoff_conformance.properties import RequestProperties
+from signoff_conformance.registration import RegistrationChecks
 
 _EXTERNAL_ONLY = tuple(name for name in vars(AttemptProtocolChecks) if name.startswith("test_"))
 
 
-class OperationConformance(AttemptProtocolChecks):
-    """Subclass as ``Test…`` with ``operation = YourOperation`` and a ``case`` fixture."""
+class OperationConformance(
+    RegistrationChecks, ReasonCodeChecks, RequestProperties, AttemptProtocolChecks
+):
+    """Subclass as ``Test…`` with ``operation = YourOperation`` and a ``case`` fixture;
+    optionally ``out_of_scope_codes`` / ``stale_codes`` (each refusal's expected reason code)
+    and ``check_resolved`` (what your rows prove about a resolved request)."""
 
     operation: ClassVar[type[AnyOperation]]
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [
@@ -51,6 +58,8 @@ class OperationConformance(AttemptProtocolChecks):
         if isinstance(op, type) and not issubclass(op, ExternalOperation):
             for name in _EXTERNAL_ONLY:
                 setattr(cls, name, None)  # pytest collects only functions
+        if not cls.check_registration:
+            cls.test_operation_is_registered_under_its_entry_point = None  # type: ignore[assignment]
 
     @pytest.fixture
     def op(self) -> AnyOperation:

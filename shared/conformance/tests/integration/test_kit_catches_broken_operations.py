@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 HERE = Path(__file__).parent
-TOY_MODULES = ("toy_domain.py", "toy_vouchers.py", "toy_cases.py")
+TOY_MODULES = ("toy_broken.py",)
 INI = """
 [tool.pytest.ini_options]
 addopts = "--strict-markers -p no:cacheprovider"
@@ -25,7 +25,7 @@ asyncio_mode = "auto"
 asyncio_default_fixture_loop_scope = "session"
 asyncio_default_test_loop_scope = "session"
 filterwarnings = ["error"]
-timeout = 120
+timeout = 240
 """
 RENDER = {"test_render_preview[en]", "test_render_preview[fr]"}
 ATTEMPT_CHECKS = {
@@ -33,38 +33,55 @@ ATTEMPT_CHECKS = {
     "test_lost_response_is_reconciled_to_one_effect",
     "test_reconcile_never_creates_an_effect",
 }
+SEARCH = "test_any_request_is_refused_or_resolves_inside_the_scope"
+CODE_CHECKS = {
+    "test_each_out_of_scope_request_is_rejected_for_its_own_reason",
+    "test_each_stale_fact_fails_for_its_own_reason",
+}
 # test class → (operation, case mixin, the checks that must fail)
 VARIANTS: dict[str, tuple[str, str, set[str]]] = {
-    "TestGrantCredit": ("toy_domain.GrantCredit", "GrantCreditCase", set()),
+    "TestGrantCredit": ("GrantCredit", "GrantCreditCase", set()),
     "TestExtraFieldsGrant": (
-        "toy_domain.ExtraFieldsGrant",
+        "toy_broken.ExtraFieldsGrant",
         "GrantCreditCase",
-        {"test_check_operation", "test_request_rejects_unknown_fields"},
+        {
+            "test_check_operation",
+            "test_request_rejects_unknown_fields",
+            "test_the_valid_request_resolves_and_smuggled_keys_never_pass",
+        },
     ),
     "TestStalenessBlindGrant": (
-        "toy_domain.StalenessBlindGrant",
+        "toy_broken.StalenessBlindGrant",
         "GrantCreditCase",
         {"test_revalidate_fails_closed_when_stale"},
     ),
     "TestRepeatingGrant": (
-        "toy_domain.RepeatingGrant",
+        "toy_broken.RepeatingGrant",
         "GrantCreditCase",
         {"test_repeated_execution_has_one_effect"},
     ),
     "TestLeakyGrant": (
-        "toy_domain.LeakyGrant",
+        "toy_broken.LeakyGrant",
         "GrantCreditCase",
-        {"test_out_of_scope_requests_are_rejected"},
+        {
+            "test_out_of_scope_requests_are_rejected",
+            "test_no_field_can_name_another_organizations_record",
+        },
     ),
-    "TestNoteShowingGrant": ("toy_domain.NoteShowingGrant", "GrantCreditCase", RENDER),
+    "TestNoteShowingGrant": ("toy_broken.NoteShowingGrant", "GrantCreditCase", RENDER),
     "TestUntranslatedResultGrant": (
-        "toy_domain.UntranslatedResultGrant",
+        "toy_broken.UntranslatedResultGrant",
         "GrantCreditCase",
         {"test_render_result_in_every_locale"},
     ),
-    "TestSendVoucher": ("toy_vouchers.SendVoucher", "VoucherCase", set()),
+    "TestUntranslatedReasonGrant": (
+        "toy_broken.UntranslatedReasonGrant",
+        "GrantCreditCase",
+        {"test_every_reason_code_has_a_text_in_every_locale"},
+    ),
+    "TestSendVoucher": ("SendVoucher", "VoucherCase", set()),
     "TestLateAttemptVoucher": (
-        "toy_vouchers.LateAttemptVoucher",
+        "toy_broken.LateAttemptVoucher",
         "VoucherCase",
         {
             "test_attempt_is_committed_before_the_provider_is_called",
@@ -73,7 +90,7 @@ VARIANTS: dict[str, tuple[str, str, set[str]]] = {
         },
     ),
     "TestBlindRetryVoucher": (
-        "toy_vouchers.BlindRetryVoucher",
+        "toy_broken.BlindRetryVoucher",
         "VoucherCase",
         {"test_reconcile_never_creates_an_effect"},
     ),
@@ -82,16 +99,18 @@ VARIANTS: dict[str, tuple[str, str, set[str]]] = {
 
 def _test_module() -> str:
     lines = [
-        "import toy_domain",
-        "import toy_vouchers",
+        "import toy_broken",
         "from signoff_conformance import OperationConformance",
-        "from toy_cases import GrantCreditCase, VoucherCase",
+        "from signoff_conformance.toy.cases import GrantCreditCase, VoucherCase",
+        "from signoff_conformance.toy.domain import GrantCredit",
+        "from signoff_conformance.toy.vouchers import SendVoucher",
         "",
     ]
     for name, (operation, mixin, _) in VARIANTS.items():
         lines += [
             f"class {name}({mixin}, OperationConformance):",
             f"    operation = {operation}",
+            "    check_registration = False",
             "",
         ]
     return "\n".join(lines)
@@ -115,13 +134,14 @@ def _outcomes(report: Path) -> dict[str, dict[str, str]]:
 
 
 def test_kit_passes_correct_operations_and_fails_each_broken_one(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SIGNOFF_CONFORMANCE_EXAMPLES", "10")
     for module in TOY_MODULES:
         pytester.makepyfile(**{module.removesuffix(".py"): (HERE / module).read_text()})
     pytester.makepyprojecttoml(INI)
     pytester.makepyfile(test_toy_conformance=_test_module())
-    result = pytester.runpytest_subprocess("--junitxml=report.xml", "-q", timeout=300)
+    result = pytester.runpytest_subprocess("--junitxml=report.xml", "-q", timeout=540)
     outcomes = _outcomes(pytester.path / "report.xml")
     log = result.stdout.str()[-6000:]
     assert set(outcomes) == set(VARIANTS), log
@@ -129,11 +149,17 @@ def test_kit_passes_correct_operations_and_fails_each_broken_one(
     wrong = {}
     for name, (_, _, expected) in VARIANTS.items():
         failed = {test for test, outcome in outcomes[name].items() if outcome == "failed"}
+        if name == "TestLeakyGrant":  # a random search may or may not meet the leak; the
+            failed.discard(SEARCH)  # deterministic sweep must
+
         if failed != expected:
             wrong[name] = {"failed": sorted(failed), "expected": sorted(expected)}
     assert not wrong, f"{wrong}\n{log}"
-    assert set(outcomes["TestSendVoucher"].values()) == {"passed"}, log
-    assert set(outcomes["TestGrantCredit"].values()) == {"passed"}, log
+    # the toys declare no expected codes, so only those two checks may skip
+    for correct in ("TestSendVoucher", "TestGrantCredit"):
+        skipped = {test for test, outcome in outcomes[correct].items() if outcome == "skipped"}
+        assert skipped <= CODE_CHECKS, log
+        assert "failed" not in outcomes[correct].values(), log
     # the attempt protocol is checked for external operations and not even collected otherwise
     assert ATTEMPT_CHECKS <= set(outcomes["TestSendVoucher"]), log
     assert not ATTEMPT_CHECKS & set(outcomes["TestGrantCredit"]), log

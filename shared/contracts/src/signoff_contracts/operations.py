@@ -201,7 +201,9 @@ class Operation(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT]):
 
     @abstractmethod
     def render_preview(self, preview: PreviewT, locale: Locale) -> RenderedPreview:
-        """The operation's own fixed template for ``preview``; never model-written text."""
+        """The operation's own fixed template for ``preview``: title, labels and structure come
+        from the operation, never the model; content fields (a drafted subject or body) are data
+        shown verbatim, as the person approves them."""
 
     @abstractmethod
     def render_result(self, result: ResultT, locale: Locale) -> str:

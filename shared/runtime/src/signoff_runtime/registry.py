@@ -10,7 +10,10 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from typing import Any
 
+import structlog
 from signoff_contracts.operations import AnyOperation, Directory, check_operation
+
+log = structlog.get_logger(__name__)
 
 
 class UnknownOperation(LookupError):
@@ -54,12 +57,23 @@ class Operations:
 
 
 def load_operations(group: str = "signoff.operations") -> Operations:
+    """Every operation registered under ``group``, each checked for its parts.
+
+    Logs the kinds and versions it found (``operations.loaded``): an operation missing from that
+    line is not registered — or, in an editable install, registered after the install: entry
+    points are read from the installed metadata, so reinstall the package (``make install``)."""
     loaded = []
     for ep in entry_points(group=group):
         cls = ep.load()
         check_operation(cls)
         loaded.append(cls())
-    return Operations(loaded)
+    operations = Operations(loaded)
+    log.info(
+        "operations.loaded",
+        group=group,
+        operations=[f"{kind} v{version}" for kind, version in operations.versions()],
+    )
+    return operations
 
 
 def load_directory(group: str = "signoff.directory") -> Directory:

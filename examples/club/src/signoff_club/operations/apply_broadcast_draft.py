@@ -172,6 +172,8 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
     Preview = DraftPreview
     Result = DraftResult
     reasons = REASONS
+    #: granted to the executor (privileges.py)
+    writes: ClassVar[tuple[str, ...]] = (t.broadcast_forms.name,)
 
     async def resolve(
         self, request: DraftRequest, scope: Scope, conn: AsyncConnection

@@ -36,6 +36,14 @@ execution (``RECHECKED``) are recorded in every successful result.
 Outcome: ``render_result`` says what the stored result says was done — the amount, where it
 went (the card's last four digits when the payment kept them), the refund's id and the order
 total after it — never recomputed from today's records.
+
+Why two modules: this one is the contract — what the model may ask, what a person approves,
+what is re-checked — and ``signoff_club.refunds`` is the ledger of the attempt protocol behind
+it (the attempt row and its reservation, recording an answer, concluding an unknown attempt,
+stranded attempts), which ``reconcile`` and the reconciler's scans also call long after the
+contract ran. Kept apart, each reads in one sitting (this one ~670 lines, of which ~230 are the
+models, the per-locale texts and the reasons; ``refunds`` ~490); the attempt protocol's ledger is
+the domain's record-keeping, not a part a second refund operation would write again.
 """
 
 from __future__ import annotations
@@ -79,6 +87,7 @@ from signoff_contracts.reasons import Reason
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_club import refunds
+from signoff_club import tables as t
 from signoff_club.domain import (
     Destination,
     PaymentMethod,
@@ -361,6 +370,16 @@ class RefundMissingDiscount(
     Preview = RefundPreview
     Result = RefundResult
     reasons = REASONS
+    #: the attempt, its reservation and what it changes (granted to the executor, privileges.py)
+    writes: ClassVar[tuple[str, ...]] = (
+        t.refund_attempts.name,
+        t.payments.name,
+        t.refunds.name,
+        t.account_credits.name,
+        t.line_items.name,
+        t.line_item_discounts.name,
+        t.orders.name,
+    )
 
     def __init__(self, settings: ClubSettings | None = None) -> None:
         self.settings = settings or ClubSettings()

@@ -2,8 +2,8 @@
 
 The provider is an in-process stand-in with the two properties the attempt protocol relies on —
 idempotency keys and answers that can be lost after the effect applied — so the kit's external
-checks can be proven without a network. ``SendVoucher`` is correct; the ``Broken…`` variants
-each break one step of the protocol.
+checks can be proven without a network. ``SendVoucher`` is correct (the kit's self-test
+breaks it one step of the protocol at a time).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from signoff_contracts.operations import (
 from signoff_contracts.outcomes import OperationOutcome, Succeeded
 from signoff_contracts.reasons import Reason
 from sqlalchemy import text
-from toy_domain import euros, find_account
+
+from signoff_conformance.toy.domain import euros, find_account
 
 VOUCHER_CENTS = 1500
 
@@ -72,6 +73,10 @@ class SendVoucher(ExternalOperation[Any, Any, Any, Any, VoucherProvider]):
     section = "billing"
     resource = "account"
     summary = "Send an account a fixed-value voucher through the voucher provider."
+    reasons: ClassVar[dict[str, dict[Locale, str]]] = {
+        "account_not_found": {"en": "No such account.", "fr": "Compte introuvable."},
+        "account_closed": {"en": "The account is closed.", "fr": "Le compte est fermé."},
+    }
 
     class Request(BaseModel):
         model_config = ConfigDict(frozen=True, extra="forbid")
@@ -203,28 +208,3 @@ class SendVoucher(ExternalOperation[Any, Any, Any, Any, VoucherProvider]):
         return {"en": "Sent voucher {code}.", "fr": "Bon {code} envoyé."}[locale].format(
             code=result.code
         )
-
-
-class LateAttemptVoucher(SendVoucher):
-    """Broken: the attempt is stored only with the answer — a crash mid-call leaves no trace."""
-
-    pending: ClassVar[dict[str, tuple[str, str]]] = {}
-
-    async def begin_attempt(
-        self, arguments: Any, scope: Scope, ctx: ExecutionContext, conn: Any
-    ) -> AttemptRef:
-        attempt = AttemptRef(attempt_id=new_id("att"), idempotency_key=f"v-{ctx.proposal_id}")
-        self.pending[attempt.attempt_id] = (ctx.proposal_id, arguments.account_id)
-        return attempt
-
-    async def record(self, attempt: AttemptRef, answer: Any, conn: Any) -> OperationOutcome:
-        await self.store_attempt(conn, attempt, *self.pending[attempt.attempt_id])
-        return await super().record(attempt, answer, conn)
-
-
-class BlindRetryVoucher(SendVoucher):
-    """Broken: reconcile issues the voucher again (new key) when the provider has none."""
-
-    async def ask(self, provider: VoucherProvider, row: Any) -> str | None:
-        found = await provider.find(row["idempotency_key"])
-        return found or await provider.issue(new_id("retry"), row["account_id"])

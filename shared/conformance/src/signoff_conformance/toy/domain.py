@@ -1,10 +1,11 @@
-"""A toy domain for the kit's own tests: accounts that can be granted a plan credit.
+"""The kit's toy domain: accounts that can be granted a plan credit (and, in ``vouchers``, sent a
+voucher through a provider) — one small domain with a correct local and a correct external
+operation, for the kit's own tests and as a worked example for adopters.
 
 Its tables live in schema ``conformance_toy``, created with plain SQL by the case fixture (no
-registered migration: the toy must never reach a real database). ``GrantCredit`` is a correct
-local operation; each ``Broken…`` subclass breaks exactly one promise, so the kit's test run can
-show that exactly the matching check fails. The module is copied into a ``pytester`` directory
-and imported there, so it imports only installed packages.
+registered migration and no entry point: the toy must never reach a real service). The kit's
+self-test breaks each operation one promise at a time (``shared/conformance/tests``) and shows
+that exactly the matching check fails.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ async def find_account(
     where = "id = :id" + (" AND organization_id = :org" if organization_id else "")
     result = await conn.execute(
         text(
-            f"SELECT * FROM conformance_toy.accounts WHERE {where}"
+            f"SELECT * FROM conformance_toy.accounts WHERE {where}"  # noqa: S608 (two fixed forms)
             + (" FOR UPDATE" if lock else "")
         ),
         {"id": account_id, "org": organization_id},
@@ -111,6 +112,7 @@ class GrantCredit(LocalOperation[Any, Any, Any, Any]):
     resource = "account"
     summary = "Grant an account the credit its plan gives for an occasion."
     reasons: ClassVar[dict[str, dict[Locale, str]]] = {
+        "account_not_found": {"en": "No such account.", "fr": "Compte introuvable."},
         "account_closed": {"en": "The account is closed.", "fr": "Le compte est fermé."},
         "plan_changed": {"en": "The plan changed.", "fr": "La formule a changé."},
     }
@@ -216,52 +218,3 @@ class GrantCredit(LocalOperation[Any, Any, Any, Any]):
     def render_result(self, result: Any, locale: Locale) -> str:
         said = {"en": "Granted {amount} ({id}).", "fr": "Crédit de {amount} accordé ({id})."}
         return said[locale].format(amount=euros(result.amount_cents), id=result.credit_id)
-
-
-class ExtraFieldsGrant(GrantCredit):
-    """Broken: the request silently drops fields it does not know (an amount, say)."""
-
-    class Request(GrantCredit.Request):
-        model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class StalenessBlindGrant(GrantCredit):
-    """Broken: revalidation only checks that the account still exists."""
-
-    async def revalidate(self, arguments: Any, scope: Scope, conn: Any) -> Reason | None:
-        account = await find_account(conn, arguments.account_id, scope.organization_id, lock=True)
-        return None if account is not None else Reason(code="account_not_found")
-
-
-class RepeatingGrant(GrantCredit):
-    """Broken: the credit is keyed on a fresh id, so a repeated contract credits twice."""
-
-    def dedup_key(self, ctx: ExecutionContext) -> str:
-        return new_id("cmd")
-
-
-class LeakyGrant(GrantCredit):
-    """Broken: resolve looks the account up by id alone, in any organization."""
-
-    lookup_organization: ClassVar[bool] = False
-
-
-class NoteShowingGrant(GrantCredit):
-    """Broken: the preview shows the model's note, which was never frozen into the preview."""
-
-    last_note: ClassVar[str] = ""
-
-    async def resolve(self, request: Any, scope: Scope, conn: Any) -> Resolved[Any, Any]:
-        type(self).last_note = request.note
-        return await super().resolve(request, scope, conn)
-
-    def render_preview(self, preview: Any, locale: Locale) -> RenderedPreview:
-        rendered = super().render_preview(preview, locale)
-        return rendered.model_copy(update={"title": f"{rendered.title} — {self.last_note}"})
-
-
-class UntranslatedResultGrant(GrantCredit):
-    """Broken: the outcome is written in English only, so a French reader gets an error."""
-
-    def render_result(self, result: Any, locale: Locale) -> str:
-        return {"en": f"Granted {euros(result.amount_cents)}."}[locale]

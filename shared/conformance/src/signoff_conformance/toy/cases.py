@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from signoff_conformance import ConformanceCase
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import Actor, AttemptRef, Scope
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-from toy_domain import add_account, create_schema
-from toy_vouchers import PROVIDER
+
+from signoff_conformance import ConformanceCase
+from signoff_conformance.toy.domain import add_account, create_schema
+from signoff_conformance.toy.vouchers import PROVIDER
 
 
 async def _accounts(engine: AsyncEngine) -> tuple[str, str, str]:
@@ -31,7 +32,7 @@ async def _accounts(engine: AsyncEngine) -> tuple[str, str, str]:
 def _update(account_id: str, assignment: str) -> Any:
     async def mutate(conn: AsyncConnection) -> None:
         await conn.execute(
-            text(f"UPDATE conformance_toy.accounts SET {assignment} WHERE id = :id"),
+            text(f"UPDATE conformance_toy.accounts SET {assignment} WHERE id = :id"),  # noqa: S608
             {"id": account_id},
         )
 

@@ -1,0 +1,1 @@
+"""The kit's toy domain (see ``domain``): for the kit's self-test and as an example."""
