@@ -26,7 +26,7 @@ services:
 run: install services
 	$(VENV)/bin/signoff dev run
 
-## test: everything CI runs (two workers: each test module owns its database, queues and ports)
+## test: the test suite (two workers: each test module owns its database, queues and ports)
 test: install services
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
@@ -46,7 +46,7 @@ lint: install
 types: install
 	$(VENV)/bin/mypy $(foreach p,$(notdir $(PACKAGES)),-p signoff_$(subst -,_,$(p)))
 
-## check: format, lint, types, tests
+## check: what CI runs (.ci/run): format, lint, types — the tests' code too — then the tests
 check: lint types test
 
 ## requirements: re-pin third-party dependencies (hashes, no index URLs)
