@@ -125,7 +125,9 @@ async def _all(stack: Stack, good_ids: list[str], poison: int) -> bool:
     return stored == len(good_ids) and dead >= poison
 
 
-async def _needs_reconciliation(stack: Stack, fault: dict[str, Any]) -> tuple[str, str, dict]:
+async def _needs_reconciliation(
+    stack: Stack, fault: dict[str, Any]
+) -> tuple[str, str, dict[str, Any]]:
     org = (await stack.seed())["organizations"][0]
     token = stack.token(org["users"]["manager"], org)
     proposal_id = await propose_refund(stack, org, token)

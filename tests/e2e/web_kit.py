@@ -44,8 +44,14 @@ class Tab:
     """One signed-in browser page; records every dialog (an executed ``alert`` would show)."""
 
     def __init__(self, page: Any, base: str) -> None:
-        self.page, self.base, self.dialogs = page, base, []
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page, self.base = page, base
+        self.dialogs: list[str] = []
+
+        async def dialog(shown: Any) -> None:
+            self.dialogs.append(shown.message)
+            await shown.dismiss()
+
+        page.on("dialog", dialog)
 
     async def sign_in(self, user: dict[str, Any]) -> None:
         await self.page.goto(f"{self.base}/signin")

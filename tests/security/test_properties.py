@@ -148,7 +148,7 @@ async def _audience(engine: AsyncEngine, org_id: str, segment_ids: list[str]) ->
         " WHERE s.organization_id = :o AND s.id = ANY(:ids)"
     )
     async with engine.connect() as conn:
-        return int((await conn.execute(text(sql), {"o": org_id, "ids": segment_ids})).scalar())
+        return int((await conn.execute(text(sql), {"o": org_id, "ids": segment_ids})).scalar_one())
 
 
 def _scope(op: Any, home: dict[str, Any]) -> Scope:

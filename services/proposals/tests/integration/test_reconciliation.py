@@ -58,7 +58,7 @@ def _checked(pid: str, number: int, result: str, **kw: Any) -> ReconciliationChe
         proposal_id=pid,
         attempt_id="att_1",
         check=number,
-        result=result,  # type: ignore[arg-type]
+        result=result,
         correlation_id=pid,
         source="reconciler",
         **kw,

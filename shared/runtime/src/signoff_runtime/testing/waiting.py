@@ -11,13 +11,14 @@ T = TypeVar("T")
 
 
 async def wait_until(
-    probe: Callable[[], Awaitable[T]],
+    probe: Callable[[], Awaitable[T | None]],
     *,
     timeout: float = 15.0,
     interval: float = 0.05,
     what: str = "condition",
 ) -> T:
-    """Return the first truthy value ``probe`` gives; fail with ``what`` after ``timeout``."""
+    """Return the first truthy value ``probe`` gives (never its ``None``); fail with ``what``
+    after ``timeout``."""
     deadline = time.monotonic() + timeout
     last: T | None = None
     while True:
