@@ -48,19 +48,18 @@ async def run_scenario(
     stack: FaultStack,
     name: str,
     switches: Mapping[str, str] | None = None,
-    proposals: int | None = None,
+    *,
+    proposals: int = PROPOSALS,
 ) -> Report:
     """Seed cases, propose them, inject the scenario's faults under a stream of approvals, wait
-    for every proposal to settle (up to the deadline), wait for quiet, then check.
-    ``proposals`` overrides the run's size (``SIGNOFF_FAULTS_PROPOSALS`` wins over it)."""
+    for every proposal to settle (up to the deadline), wait for quiet, then check."""
     scenario = SCENARIOS[name]
     switches = dict(switches or {})
     await asyncio.to_thread(stack.configure, switches)
     rng = random.Random(f"{SEED}:{name}:{','.join(sorted(switches))}")
     history = History()
     driver = Driver(stack, history, rng)
-    size = PROPOSALS if "SIGNOFF_FAULTS_PROPOSALS" in os.environ else proposals or PROPOSALS
-    cases = await driver.cases(size)
+    cases = await driver.cases(proposals)
     await driver.propose_all(cases[len(cases) // 2 :] if scenario.live_proposals else cases)
     run = Run(stack, driver, rng, SEED, cases, LONG)
     await scenario.inject(run)

@@ -11,15 +11,18 @@ each scenario proves.
 
 from __future__ import annotations
 
+import os
+
 import pytest
-from faults_run import CONTROLS, LONG, describe, run_scenario
+from faults_run import CONTROLS, LONG, PROPOSALS, describe, run_scenario
 from faults_scenarios import SCENARIOS
 from faults_stack import FaultStack
 
 pytestmark = [pytest.mark.faults, pytest.mark.e2e, pytest.mark.timeout(1800 if LONG else 300)]
 
-#: the short run's scenarios and their sizes (proposals): the broker, database and relay cases
-#: are the smallest that still strike mid-flow, so each costs well under a minute
+#: the short run's scenarios and their sizes (proposals; ``SIGNOFF_FAULTS_PROPOSALS``, if set,
+#: applies to all): the broker, database and relay cases are the smallest that still strike
+#: mid-flow, so each costs well under a minute
 SHORT = {
     "1-executor-kill": 14,
     "2-provider": 14,
@@ -36,7 +39,9 @@ SHORT_CONTROLS = ("SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS",)
 async def test_nothing_is_lost_or_done_twice_and_the_work_is_done(
     fault_stack: FaultStack, name: str
 ) -> None:
-    report = await run_scenario(fault_stack, name, proposals=None if LONG else SHORT[name])
+    size = PROPOSALS if LONG or "SIGNOFF_FAULTS_PROPOSALS" in os.environ else SHORT[name]
+
+    report = await run_scenario(fault_stack, name, proposals=size)
 
     assert report.proposals > 0 and report.faults > 0, describe(report)
     assert report.violations == 0, f"{describe(report)}\nservice logs: {fault_stack.log_dir}"
