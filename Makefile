@@ -26,7 +26,7 @@ services:
 run: install services
 	$(VENV)/bin/signoff dev run
 
-## test: everything CI runs (two workers: each test module owns its database, queues and ports)
+## test: the test suite (two workers: each test module owns its database, queues and ports)
 test: install services
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
@@ -43,10 +43,27 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 
+# mypy strict over the packages; over the tests too, strict but for two things (documented here
+# and in pyproject.toml): a test's parameters need no annotations (pytest injects fixtures by
+# name; every body is still checked, --check-untyped-defs), and a helper may return what it read
+# from a row or a JSON body as Any (no-any-return). A suite that puts its own directory on
+# sys.path is checked with that directory as its base (MYPYPATH), one such suite per run, so its
+# helpers (e2e_stack, faults_*, proposals_testkit ...) are typed and two conftest.py never clash.
+TEST_MYPY := $(VENV)/bin/mypy --allow-untyped-defs --allow-incomplete-defs --check-untyped-defs \
+	--disable-error-code no-any-return
 types: install
 	$(VENV)/bin/mypy $(foreach p,$(notdir $(PACKAGES)),-p signoff_$(subst -,_,$(p)))
+	$(TEST_MYPY) tests/contract services/reconciler/tests shared/*/tests examples/*/tests \
+		web/tests bench/tests
+	MYPYPATH=services/proposals/tests/support:services/agent/tests/support \
+		$(TEST_MYPY) services/proposals/tests services/agent/tests
+	MYPYPATH=services/executor/tests $(TEST_MYPY) services/executor/tests
+	MYPYPATH=tests/e2e:tests/deploy $(TEST_MYPY) tests/e2e
+	MYPYPATH=tests/faults $(TEST_MYPY) tests/faults
+	MYPYPATH=tests/deploy $(TEST_MYPY) tests/deploy
+	MYPYPATH=tests/e2e:tests/security/insider $(TEST_MYPY) tests/security
 
-## check: format, lint, types, tests
+## check: what CI runs (.ci/run): format, lint, types — the tests' code too — then the tests
 check: lint types test
 
 ## requirements: re-pin third-party dependencies (hashes, no index URLs)

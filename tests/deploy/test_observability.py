@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
@@ -16,6 +15,7 @@ from deploy_files import (
     metric_names,
 )
 from prometheus_client import REGISTRY
+from signoff_runtime.testing.tools import needs_tool
 
 
 def test_metrics_doc_lists_the_required_families() -> None:
@@ -98,9 +98,7 @@ def test_grafana_provisioning_points_at_the_dashboard() -> None:
 
 
 def test_alert_rules_parse_with_promtool() -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool not installed (apt-get install -y prometheus; .ci/run does)")
+    promtool = needs_tool("promtool", "apt-get install -y prometheus; .ci/run does")
     done = subprocess.run(
         [promtool, "check", "rules", str(DEPLOY / "prometheus/alerts.yml")],
         capture_output=True,

@@ -11,11 +11,11 @@ them, and a worker's teardown cannot pull them from under the other.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from signoff_cli.rabbit_definitions import permissions
+from signoff_runtime.testing.tools import needs_tool
 from signoff_runtime.topology import ROLES, Role, Topology
 
 USER_PREFIX = "signoff-test"
@@ -24,8 +24,9 @@ PREFIX_PATTERN = "[a-z][a-z0-9_-]{0,40}"
 _PLACEHOLDER = "qqprefixqq"
 
 
-def available() -> bool:
-    return shutil.which("rabbitmqctl") is not None
+def require() -> None:
+    """``rabbitmqctl`` creates the users: without it the test is skipped (failed in CI)."""
+    needs_tool("rabbitmqctl", "apt-get install rabbitmq-server: it creates the per-role users")
 
 
 def user(role: Role) -> str:

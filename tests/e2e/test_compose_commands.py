@@ -11,7 +11,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ import yaml
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.processes import ServiceProcess, free_port
+from signoff_runtime.testing.tools import needs_tool
 from signoff_runtime.tokens import issue_token
 from test_lifecycle import REFUND, refund_request
 
@@ -43,8 +43,7 @@ def rabbitmqctl(*args: str) -> None:
 @pytest.fixture
 def vhost() -> Iterator[tuple[str, dict[str, str]]]:
     """A vhost with the definitions' topology, users (fresh passwords) and permissions."""
-    if shutil.which("rabbitmqctl") is None:
-        pytest.skip("rabbitmqctl is needed to create the definitions' users")
+    needs_tool("rabbitmqctl", "apt-get install rabbitmq-server: it creates the definitions' users")
     definitions = json.loads((ROOT / "deploy/rabbitmq/definitions.json").read_text())
     name = f"signoff-compose-{secrets.token_hex(3)}"
     passwords: dict[str, str] = {}

@@ -26,7 +26,8 @@ async def scrape(stack: Stack, service: str) -> tuple[set[str], dict[str, float]
     """``(families announced by # HELP, series name → sum over its labels)``."""
     response = await stack.http.get(f"{stack.url(service)}/metrics")
     response.raise_for_status()
-    families, totals = set(), defaultdict(float)
+    families: set[str] = set()
+    totals: defaultdict[str, float] = defaultdict(float)
     for line in response.text.splitlines():
         if line.startswith("# HELP "):
             families.add(line.split()[2])

@@ -247,7 +247,7 @@ async def _rows(stack: Stack, sql: str, ids: list[str]) -> list[Any]:
 
 
 async def _resolved_per_reconciler(stack: Stack) -> dict[str, float]:
-    counts = {}
+    counts: dict[str, float] = {}
     for name in ("reconciler", "reconciler-2"):
         if name not in stack.processes:
             continue

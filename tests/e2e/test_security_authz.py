@@ -199,7 +199,7 @@ def unsigned_token(org: dict[str, Any]) -> str:
         "aud": ["signoff-agent", "signoff-proposals"],
         "exp": 4_000_000_000,
     }
-    return jwt.encode(claims, None, algorithm="none", headers={"kid": keys.DEV_ONLY_TOKEN_KID})
+    return jwt.encode(claims, "", algorithm="none", headers={"kid": keys.DEV_ONLY_TOKEN_KID})
 
 
 async def call(stack: Stack, rule: Rule, world: dict[str, Any], token: str | None) -> Any:

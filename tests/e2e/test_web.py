@@ -19,15 +19,13 @@ from web_kit import (
     ARGS,
     CHROMIUM,
     WAIT_MS,
+    browser_api,
     new_tab,
     screenshot,
     set_script,
-    skip_without_chromium,
 )
 
-playwright_api = pytest.importorskip("playwright.async_api")
-
-skip_without_chromium()
+playwright_api = browser_api()
 
 pytestmark = pytest.mark.e2e
 expect = playwright_api.expect

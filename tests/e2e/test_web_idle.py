@@ -22,11 +22,9 @@ import pytest_asyncio
 from counting_proxy import CountingProxy
 from e2e_stack import Stack
 from signoff_runtime.testing.processes import ServiceProcess, service
-from web_kit import ARGS, CHROMIUM, skip_without_chromium
+from web_kit import ARGS, CHROMIUM, browser_api
 
-playwright_api = pytest.importorskip("playwright.async_api")
-
-skip_without_chromium()
+playwright_api = browser_api()
 
 pytestmark = pytest.mark.e2e
 PAGES = int(os.environ.get("SIGNOFF_WEB_IDLE_PAGES", "6"))

@@ -21,15 +21,13 @@ from web_kit import (
     CHROMIUM,
     WAIT_MS,
     Tab,
+    browser_api,
     new_tab,
     screenshot,
     set_script,
-    skip_without_chromium,
 )
 
-playwright_api = pytest.importorskip("playwright.async_api")
-
-skip_without_chromium()
+playwright_api = browser_api()
 
 pytestmark = pytest.mark.e2e
 expect = playwright_api.expect

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from e2e_stack import Stack
 from signoff_runtime.testing.processes import ServiceProcess
+from signoff_runtime.testing.tools import missing, needs_module
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -25,13 +25,12 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 WAIT_MS = 20_000
 
 
-def skip_without_chromium() -> None:
+def browser_api() -> Any:
+    """``playwright.async_api`` driving this machine's Chromium — or the module is skipped, and
+    failed in CI (``CI`` set): a browser test that never ran is not a pass."""
     if not Path(CHROMIUM).exists():
-        if os.environ.get("CI"):
-            raise RuntimeError("CI must run the browser tests: install Debian's chromium")
-        pytest.skip(
-            "no Chromium on this machine (apt-get install chromium)", allow_module_level=True
-        )
+        missing("Chromium", "apt-get install chromium")
+    return needs_module("playwright.async_api", "make install")
 
 
 async def screenshot(page: Any, name: str) -> None:
@@ -45,8 +44,14 @@ class Tab:
     """One signed-in browser page; records every dialog (an executed ``alert`` would show)."""
 
     def __init__(self, page: Any, base: str) -> None:
-        self.page, self.base, self.dialogs = page, base, []
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page, self.base = page, base
+        self.dialogs: list[str] = []
+
+        async def dialog(shown: Any) -> None:
+            self.dialogs.append(shown.message)
+            await shown.dismiss()
+
+        page.on("dialog", dialog)
 
     async def sign_in(self, user: dict[str, Any]) -> None:
         await self.page.goto(f"{self.base}/signin")

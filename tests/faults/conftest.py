@@ -13,8 +13,9 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -56,7 +57,7 @@ def private_servers() -> Iterator[tuple[PrivatePostgres, PrivateRabbit]]:
     pg, rabbit = PrivatePostgres(), PrivateRabbit()
     try:
         with ThreadPoolExecutor(2) as pool:
-            started = [pool.submit(pg.start), pool.submit(rabbit.start)]
+            started: list[Future[Any]] = [pool.submit(pg.start), pool.submit(rabbit.start)]
             for future in started:
                 future.result()  # ServerFailed says which server and why
         yield pg, rabbit

@@ -18,6 +18,13 @@ Four numbers must be zero for a scenario to pass (issue #9):
 
 Scenarios may add checks of their own (``extra``: queues without consumers, forged contracts
 that executed, dead-lettered contracts); each counts as a violation too.
+
+Agreement alone is not enough: a system that does nothing (every proposal fails closed, nothing
+reaches the provider) agrees with itself perfectly. So a scenario must also show **progress**:
+every proposal succeeds except as many as its faults allow to end otherwise (``allowances``: a
+decline sent, an expiry raced, a refund the provider refused before applying, a process killed or
+a commit answer lost while an attempt may have been between its start and its provider call) —
+and a scenario built to exercise reconciliation must have reconciled some.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +47,8 @@ class Report:
     scenario: str
     seed: int
     proposals: int = 0
+    #: refund cases driven (each should end in one proposal)
+    cases: int = 0
     faults: int = 0
     duplicate_external: int = 0
     duplicate_local: int = 0
@@ -52,6 +62,49 @@ class Report:
     switches: str = ""
     #: proposals whose outcome had to be reconciled (the faults reached the provider calls)
     reconciled: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    #: why proposals may end without success, and how many each reason allows
+    allowances: dict[str, int] = field(default_factory=dict)
+    #: a scenario built to exercise reconciliation fails if nothing was reconciled
+    must_reconcile: bool = False
+    #: a negative control's expected violation (a field of this report), "" for a scenario
+    expected: str = ""
+
+    @property
+    def succeeded(self) -> int:
+        return self.statuses.get("succeeded", 0)
+
+    @property
+    def must_succeed(self) -> int:
+        """Every case, less those the faults allow to end otherwise. Counted by case, not by
+        proposal: a case whose propose never got through has no proposal, and no success."""
+        return max(0, self.cases - sum(self.allowances.values()))
+
+    @property
+    def progress_shortfall(self) -> list[str]:
+        """Why the run did not make the progress its faults allow (empty: it did)."""
+        short = []
+        if self.succeeded < self.must_succeed or self.cases == 0:
+            allowed = ", ".join(f"{k} {n}" for k, n in self.allowances.items()) or "nothing"
+            short.append(
+                f"{self.succeeded} of {self.cases} cases succeeded ({self.proposals} proposed); "
+                f"the faults allow at most {self.cases - self.must_succeed} to end otherwise "
+                f"({allowed})"
+            )
+        if self.must_reconcile and self.reconciled == 0:
+            short.append("nothing was reconciled in a scenario built to need reconciliation")
+        return short
+
+    @property
+    def caught(self) -> bool:
+        """A negative control is caught by the violation its switch is meant to cause only."""
+        return bool(self.expected) and all(
+            getattr(self, column) > 0 for column in self.expected.split(",")
+        )
+
+    @property
+    def passed(self) -> bool:
+        return self.violations == 0 and not self.progress_shortfall
 
     @property
     def violations(self) -> int:
@@ -128,7 +181,7 @@ async def _depth(stack: FaultStack, queue: str) -> int:
 
 
 @dataclass
-class _Facts:
+class Facts:
     proposals: list[dict[str, Any]]
     claims: Counter[str]
     executions: dict[str, list[dict[str, Any]]]
@@ -140,7 +193,7 @@ class _Facts:
     books: dict[str, dict[str, Any]]
 
 
-async def _facts(stack: FaultStack, cases: list[Case]) -> _Facts:
+async def _facts(stack: FaultStack, cases: list[Case]) -> Facts:
     orgs = [case.org["id"] for case in cases]
     proposals = await stack.rows(
         "SELECT id, resource_id, status, contract_id, decided_at, expires_at, "
@@ -209,7 +262,7 @@ async def _facts(stack: FaultStack, cases: list[Case]) -> _Facts:
     effects = Counter(
         item["payment_ref"] for item in ledger["items"] if item["payment_ref"] in refs
     )
-    return _Facts(
+    return Facts(
         proposals,
         claims,
         executions,
@@ -223,11 +276,34 @@ async def _facts(stack: FaultStack, cases: list[Case]) -> _Facts:
 
 
 async def check(
-    stack: FaultStack, scenario: str, seed: int, cases: list[Case], history: History
+    stack: FaultStack,
+    scenario: str,
+    seed: int,
+    cases: list[Case],
+    history: History,
+    allowances: Mapping[str, int] | None = None,
 ) -> Report:
-    facts = await _facts(stack, cases)
-    report = Report(scenario, seed, proposals=len(facts.proposals))
+    return judge(await _facts(stack, cases), scenario, seed, cases, history, allowances)
+
+
+def judge(
+    facts: Facts,
+    scenario: str,
+    seed: int,
+    cases: list[Case],
+    history: History,
+    allowances: Mapping[str, int] | None = None,
+) -> Report:
+    """The verdict on gathered facts (pure: the checker's own tests feed it made-up systems).
+    ``allowances`` are the scenario's reasons for a proposal to end without success; a decline
+    sent is counted here, from the history."""
+    report = Report(scenario, seed, proposals=len(facts.proposals), cases=len(cases))
+    declined = {op.proposal_id for op in history.ops if op.kind == "decline"}
+    report.allowances = {k: n for k, n in (allowances or {}).items() if n}
+    if declined:
+        report.allowances["declines sent"] = len(declined)
     report.reconciled = facts.reconciled
+    report.statuses = dict(Counter(row["status"] for row in facts.proposals))
     report.operations = {f"{k}:{r}": n for (k, r), n in sorted(history.summary().items())}
     _check_orders(report, facts, cases)
     known = {row["id"] for row in facts.proposals}
@@ -240,7 +316,7 @@ async def check(
     return report
 
 
-def _check_orders(report: Report, facts: _Facts, cases: list[Case]) -> None:
+def _check_orders(report: Report, facts: Facts, cases: list[Case]) -> None:
     """Per refund case. Agreement is judged only where every proposal of the case has ended: an
     unresolved one is counted as such, not twice."""
     open_orders = {row["resource_id"] for row in facts.proposals if row["status"] not in TERMINAL}
@@ -288,7 +364,7 @@ def _check_books(report: Report, case: Case, books: dict[str, Any]) -> None:
         report.note(f"{case.order_id}: books disagree {books}, total before {case.total_before}")
 
 
-def _check_proposal(report: Report, facts: _Facts, history: History, row: dict[str, Any]) -> None:
+def _check_proposal(report: Report, facts: Facts, history: History, row: dict[str, Any]) -> None:
     pid, status = row["id"], row["status"]
     claimed_replies = history.replies("approve", pid).count("claimed")
     runs = facts.executions.get(pid, [])

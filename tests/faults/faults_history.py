@@ -157,7 +157,7 @@ class Driver:
         """``approve`` or ``decline`` until a definite answer (or the deadline)."""
         assert case.proposal_id is not None
         url = f"{self.stack.url('proposals')}/v1/proposals/{case.proposal_id}/{command}"
-        body = {"json": {"reason": "fault suite"}} if command == "decline" else {}
+        body: dict[str, Any] = {"json": {"reason": "fault suite"}} if command == "decline" else {}
         delay = 0.2
         while True:
             op = self.history.invoke(command, case.order_id, case.proposal_id)

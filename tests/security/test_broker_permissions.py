@@ -8,7 +8,6 @@ the agent's user. Skipped where there is no ``rabbitmqctl``.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import uuid
 from urllib.parse import quote
@@ -18,12 +17,11 @@ import pytest
 from aio_pika.exceptions import ChannelClosed
 from signoff_cli.rabbit_definitions import USERS
 from signoff_cli.rabbit_users import commands
+from signoff_runtime.testing.tools import needs_tool
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(shutil.which("rabbitmqctl") is None, reason="needs rabbitmqctl"),
-]
+pytestmark = pytest.mark.integration
+needs_tool("rabbitmqctl", "apt-get install rabbitmq-server: it creates the broker users")
 
 
 def ctl(*args: str) -> None:

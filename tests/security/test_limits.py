@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import httpx
 from fastapi import FastAPI
 from signoff_runtime.http import install_standard_routes
@@ -35,7 +37,7 @@ async def test_a_body_over_the_limit_is_refused_413_declared_or_streamed() -> No
         small = await http.post("/v1/conversations/c/messages", json={"content": "x" * 100})
         big = await http.post("/v1/conversations/c/messages", json={"content": "x" * 5000})
 
-        async def chunks():  # type: ignore[no-untyped-def]
+        async def chunks() -> AsyncIterator[bytes]:
             for _ in range(10):
                 yield b"x" * 1000
 

@@ -97,8 +97,7 @@ async def test_signoff_serve_executor_refuses_a_switch_outside_test(
 def _executors_broker_user(settings_env: dict[str, str]) -> dict[str, str]:
     """``prod`` refuses ``guest`` and wants every role's broker user named: the executor's own
     test user, with the production permissions (the topology is declared already)."""
-    if not e2e_broker_users.available():
-        pytest.skip("needs rabbitmqctl to create the per-role broker users")
+    e2e_broker_users.require()
     e2e_broker_users.ensure()
     return {
         "SIGNOFF_AMQP__URL": e2e_broker_users.url(settings_env["SIGNOFF_AMQP__URL"], "executor"),

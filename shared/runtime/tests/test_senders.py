@@ -94,9 +94,9 @@ def test_users_accept_one_name_or_several(monkeypatch: pytest.MonkeyPatch) -> No
 def _prod(**amqp: object) -> ServiceSettings:
     return ServiceSettings(
         env="prod",
-        auth={"secret": "a-production-token-secret-that-is-long-enough-0000"},  # type: ignore[arg-type]
-        contracts={"signing_key": "a-production-contract-key-long-enough-000000"},  # type: ignore[arg-type]
-        amqp=AmqpSettings(**amqp),  # type: ignore[arg-type]
+        auth={"secret": "a-production-token-secret-that-is-long-enough-0000"},
+        contracts={"signing_key": "a-production-contract-key-long-enough-000000"},
+        amqp=AmqpSettings(**amqp),
     )
 
 

@@ -33,8 +33,7 @@ async def separated_stack(
     engine: AsyncEngine,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Stack]:
-    if not e2e_broker_users.available():
-        pytest.skip("needs rabbitmqctl to create the per-role broker users")
+    e2e_broker_users.require()
     await asyncio.to_thread(e2e_broker_users.ensure)
     prefix = new_prefix()
     topology = Topology(prefix, delivery_limit=3)

@@ -75,7 +75,7 @@ async def propose_refund(stack: Stack, org: dict[str, Any], token: str) -> str:
     return str(response.json()["proposal"]["id"])
 
 
-def restart(stack: Stack, name: str, *, drop: tuple[str, ...] = (), **env: str) -> None:
+def restart(stack: Stack, name: str, drop: tuple[str, ...] = (), /, **env: str) -> None:
     """Restart process ``name`` with ``env`` on top of how it runs, less ``drop`` and any
     negative-control switch an earlier restart turned on (so a plain restart restores it)."""
     old = stack.processes[name]

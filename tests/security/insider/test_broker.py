@@ -39,7 +39,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 #: under test): ``amq.default`` only for the service that answers requests
 WRITERS: dict[str, set[Role]] = {
     "amq.default": {"proposals"},
-    "commands": {"agent", "web", "cli"}
+    "commands": set[Role]({"agent", "web", "cli"})
     | ({"proposals"} if "agent.resolve" in ROUTING_KEYS else set()),
     "contracts": {"proposals"},
     "outcomes": {"executor", "reconciler"},

@@ -357,7 +357,7 @@ async def test_negative_control_trusting_the_committed_keys_lets_any_code_mint(
         headers={"kid": "dev-only-token"},
     )  # fmt: skip
     # the service's key set left at its default: the committed dev-only public key
-    restart(stack, "proposals", drop=("SIGNOFF_AUTH__PUBLIC_KEYS",))
+    restart(stack, "proposals", ("SIGNOFF_AUTH__PUBLIC_KEYS",))
     try:
         answer = await stack.approve(forged, proposal_id)
         assert answer.status_code == 200 and answer.json()["result"] == "claimed", answer.text

@@ -114,17 +114,20 @@ class _Agent:
         return [{"section": "email", "resource": "broadcast", "title": {"en": "Email"}}]
 
 
+TOKENS: Any = "t"  # the fake agent takes any tokens
+
+
 async def test_the_sections_are_asked_of_the_agent_and_kept_for_a_while() -> None:
     agent = _Agent()
     catalogue = Catalogue(agent, ttl_s=3600)  # type: ignore[arg-type]
-    assert (await catalogue.get("t", "email")) is not None
-    assert await catalogue.get("t", "broadcasts") is None
+    assert (await catalogue.get(TOKENS, "email")) is not None
+    assert await catalogue.get(TOKENS, "broadcasts") is None
     assert agent.calls == 1
     fresh = Catalogue(agent, ttl_s=0)  # type: ignore[arg-type]
-    await fresh.all("t")
-    await fresh.all("t")
+    await fresh.all(TOKENS)
+    await fresh.all(TOKENS)
     assert agent.calls == 3
-    section = (await fresh.all("t"))[0]
+    section = (await fresh.all(TOKENS))[0]
     assert section.title_in("fr") == "email"  # a missing locale: the section's name
 
 

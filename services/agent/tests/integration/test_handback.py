@@ -434,7 +434,12 @@ async def test_a_turn_started_by_a_resolution_proposes_through_that_pause_point(
     topology: Topology,
 ) -> None:
     """No token lives beyond the person's own turn: the resumed turn names the pause point."""
-    ask = {"title": "Refund it?", "description": "Say so", "options": [], "payload": None}
+    ask: dict[str, Any] = {
+        "title": "Refund it?",
+        "description": "Say so",
+        "options": [],
+        "payload": None,
+    }
     ask |= {"kind": "approval", "form_schema": None}
     model.steps = [
         call("wait_for_approval", json.dumps(ask)),
@@ -481,7 +486,12 @@ async def test_an_assistant_declared_team_answerable_says_so_on_its_pause_points
 
     monkeypatch.setattr(OrderAssistant, "pause_points_answerable_by", "team")
     # the model cannot widen it: the tool has no such argument (strict schema, extra forbidden)
-    arguments = {"title": "Go ahead?", "description": "Check", "options": [], "payload": None}
+    arguments: dict[str, Any] = {
+        "title": "Go ahead?",
+        "description": "Check",
+        "options": [],
+        "payload": None,
+    }
     model.steps = [
         call("wait_for_approval", json.dumps({**arguments, "kind": None, "form_schema": None}))
     ]

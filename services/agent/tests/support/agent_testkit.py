@@ -190,7 +190,7 @@ class FakeProposals:
             operation_kind=op.kind,
             contract_version=op.version,
             preview=resolved.preview.model_dump(mode="json"),
-            status="pending",  # type: ignore[arg-type]
+            status="pending",
             created_at=_now(),
             expires_at=_now() + timedelta(days=1),
             request=msg.request,
@@ -209,7 +209,7 @@ class FakeProposals:
             reply = ProposalRequestReply(
                 accepted=False,
                 reason=refused.reason,
-                refusal=refused.refusal,  # type: ignore[arg-type]
+                refusal=refused.refusal,
             )
             return reply.model_dump_json().encode()
         self.proposals.append(stored)

@@ -36,7 +36,7 @@ def _event(event: str, **view: Any) -> ProposalEvent:
         "created_at": NOW,
         "expires_at": NOW + timedelta(days=1),
     }
-    return ProposalEvent(event=event, proposal=ProposalView(**{**fields, **view}))  # type: ignore[arg-type]
+    return ProposalEvent(event=event, proposal=ProposalView(**{**fields, **view}))
 
 
 def test_created_writes_the_card() -> None:

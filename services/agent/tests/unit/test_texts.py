@@ -111,7 +111,13 @@ class Helper(Assistant):
 
 
 def _row(**fields: Any) -> Any:
-    base = {"role": "user", "content": "", "code": None, "params": {}, "proposal_id": None}
+    base: dict[str, Any] = {
+        "role": "user",
+        "content": "",
+        "code": None,
+        "params": {},
+        "proposal_id": None,
+    }
     return SimpleNamespace(**{**base, "pause_point_id": None, **fields})
 
 

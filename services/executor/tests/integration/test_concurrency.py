@@ -35,7 +35,7 @@ async def test_two_executors_and_fifty_contracts_delivered_twice_run_each_once(
         await wait_until(lambda: _drained(bus), what="every delivery settled")
 
     async with engine.connect() as conn:
-        effects = dict(
+        effects: dict[str, int] = dict(
             (
                 await conn.execute(
                     text(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -166,8 +167,8 @@ async def test_corrupt_arguments_fail_terminally_with_a_correlation_id(
     assert await domain.notes_of(engine, exploding.contract_id) == 0
 
 
-async def _dead_letters(bus: Bus, count: int) -> list:
-    taken: list = []
+async def _dead_letters(bus: Bus, count: int) -> list[Any]:
+    taken: list[Any] = []
 
     async def probe() -> bool:
         taken.extend(await bus.dead_letters())

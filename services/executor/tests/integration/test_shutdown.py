@@ -32,7 +32,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def executor_process(settings_env: dict[str, str], settings: ExecutorSettings):  # type: ignore[no-untyped-def]
+def executor_process(settings_env: dict[str, str], settings: ExecutorSettings):
     port = _free_port()
     env = {
         **os.environ,
@@ -56,7 +56,7 @@ async def test_sigterm_lets_the_in_flight_contract_commit_and_ack(
     engine: AsyncEngine,
     bus: Bus,
     executor_process,
-    database_url: str,  # type: ignore[no-untyped-def]
+    database_url: str,
 ) -> None:
     proc, port = executor_process
     await wait_until(lambda: _healthy(port), timeout=30, what="executor /healthz")

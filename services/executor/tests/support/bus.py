@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import aio_pika
 from signoff_contracts.v1 import Envelope
@@ -16,7 +16,7 @@ class Bus:
         self._connection = connection
         self.topology = topology
         #: every message must name its sender (``signoff_runtime.senders``): the connection's user
-        self.user_id = connection.url.user or "guest"
+        self.user_id = cast(aio_pika.RobustConnection, connection).url.user or "guest"
 
     async def publish(
         self,

@@ -5,7 +5,7 @@ from sqlalchemy.exc import DBAPIError
 def _db_error(sqlstate: str | None = None, invalidated: bool = False) -> DBAPIError:
     orig = Exception("db")
     orig.sqlstate = sqlstate  # type: ignore[attr-defined]
-    return DBAPIError("SELECT 1", {}, orig, connection_invalidated=invalidated)  # type: ignore[arg-type]
+    return DBAPIError("SELECT 1", {}, orig, connection_invalidated=invalidated)
 
 
 def test_lost_connections_and_conflicts_are_transient() -> None:

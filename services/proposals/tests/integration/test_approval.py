@@ -9,6 +9,7 @@ import hmac
 import json
 import time
 from datetime import timedelta
+from typing import Any
 
 import jwt
 import pytest
@@ -25,7 +26,7 @@ from sqlalchemy import text
 pytestmark = pytest.mark.integration
 
 
-def problem(resp, status: int, code: str) -> dict:
+def problem(resp, status: int, code: str) -> dict[str, Any]:
     assert resp.status_code == status, resp.text
     assert resp.headers["content-type"].startswith("application/problem+json")
     body = resp.json()
@@ -215,7 +216,7 @@ async def test_another_organizations_proposal_is_indistinguishable_from_an_unkno
     assert [a.action for a in await service.audit(pid)] == ["created"]
 
 
-def _unsigned(header: dict, claims: dict, signature: bytes = b"") -> str:
+def _unsigned(header: dict[str, Any], claims: dict[str, Any], signature: bytes = b"") -> str:
     def part(data: bytes) -> str:
         return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
@@ -223,7 +224,7 @@ def _unsigned(header: dict, claims: dict, signature: bytes = b"") -> str:
     return f"{head}.{part(signature)}"
 
 
-def _hs256_with_the_public_key(claims: dict) -> str:
+def _hs256_with_the_public_key(claims: dict[str, Any]) -> str:
     """The key-confusion forgery: HMAC keyed with the (public) verifying key."""
     header = {"alg": "HS256", "typ": "JWT", "kid": keys.DEV_ONLY_TOKEN_KID}
     head = _unsigned(header, claims).rstrip(".")

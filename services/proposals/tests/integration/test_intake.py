@@ -138,7 +138,8 @@ async def test_a_v1_request_carrying_the_agents_contract_is_refused_and_dead_let
         "commands", ROUTING_KEYS["proposals.pause-points"], json.dumps(pause).encode()
     )
     refused = PausePointRequestReply.model_validate_json(raw)
-    assert not refused.accepted and refused.reason.code == "unsupported_version"
+    assert not refused.accepted and refused.reason
+    assert refused.reason.code == "unsupported_version"
 
 
 async def test_a_duplicate_request_returns_the_stored_proposal_and_resolves_nothing(service):
@@ -283,7 +284,7 @@ async def test_a_malformed_request_gets_a_typed_reply_or_goes_to_the_dead_letter
 ):
     raw = await service.request("commands", ROUTING_KEYS["proposals.requests"], b'{"nope": 1')
     reply = ProposalRequestReply.model_validate_json(raw)
-    assert not reply.accepted and reply.reason.code == "invalid_message"
+    assert not reply.accepted and reply.reason and reply.reason.code == "invalid_message"
 
     await amqp.publish(
         json.dumps({"type": "proposal.requested", "version": 2}).encode(),

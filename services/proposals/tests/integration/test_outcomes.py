@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from proposals_testkit import drain_queue
 from signoff_contracts.ids import new_id
@@ -40,7 +42,7 @@ async def _status(service, pid: str, status: str) -> None:
     await wait_until(probe, what=f"{pid} {status}")
 
 
-async def _state(service, pid: str) -> tuple:
+async def _state(service, pid: str) -> tuple[Any, ...]:
     """The proposal, its audit trail and which messages it caused (not whether sent yet)."""
     outbox = [(r.id, r.message_id) for r in await service.outbox(pid)]
     return await service.row(pid), await service.audit(pid), outbox

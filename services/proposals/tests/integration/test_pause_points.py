@@ -115,7 +115,7 @@ async def announced(service, amqp_url: str, ids: set[str]) -> list[tuple[str, An
 
     async def all_there() -> bool:
         for m in await drain_queue(amqp_url, service.topology.name("agent.events")):
-            if m.routing_key.startswith("pause_point."):
+            if m.routing_key and m.routing_key.startswith("pause_point."):
                 view = PausePointResolved.model_validate_json(m.body).pause_point
                 if view.id in ids:
                     seen.append((m.routing_key, view))
@@ -244,7 +244,7 @@ async def test_resolving_over_http_stores_the_answer_and_announces_it(service, a
 async def test_resolving_over_amqp_shares_the_code_path_and_replays_the_stored_reply(service):
     org = new_id("org")
     token = await service.approver(org)
-    answers = {
+    answers: dict[str, dict[str, Any]] = {
         "approval": {"action": "approve"},
         "choice": {"action": "option", "option": "Saturday"},
         "data_entry": {"action": "data", "data": {"email": "x@y.z", "seats": 1}},

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 class KilledBeforeMarking(OutboxRelay):
     """A relay that dies after the broker confirmed its publishes, before marking them sent."""
 
-    async def _mark(self, conn, sent, failed):  # type: ignore[override]
+    async def _mark(self, conn, sent, failed):
         raise RuntimeError("killed between publish-confirm and mark-sent")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -45,7 +46,7 @@ async def _pending(ctx: Context, org: str) -> str:
     return reply.proposal.id
 
 
-async def _sql(ctx: Context, statement: str, **params) -> list:
+async def _sql(ctx: Context, statement: str, **params: Any) -> list[Any]:
     async with ctx.engine.begin() as conn:
         result = await conn.execute(text(statement), params)
         return list(result) if result.returns_rows else []
@@ -136,7 +137,7 @@ async def test_a_stuck_execution_gets_the_same_contract_again_with_back_off(ctx)
         p=pid,
     )
 
-    async def copies() -> list[dict]:
+    async def copies() -> list[dict[str, Any]]:
         rows = await _sql(
             ctx,
             "SELECT body FROM proposals.outbox WHERE correlation_id = :p "

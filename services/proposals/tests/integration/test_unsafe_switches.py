@@ -70,7 +70,7 @@ async def running(
             yield Running(harness, app.state.context)
 
 
-def _switches(**switches: bool) -> Any:
+def _switches(**switches: bool) -> pytest.MarkDecorator:
     return pytest.mark.parametrize(
         "running", [{}, switches], ids=["safe", "+".join(switches)], indirect=True
     )
@@ -214,10 +214,11 @@ async def test_a_contract_the_agent_made(running: Running) -> None:
     reply = await service.send(json.dumps(forged).encode())
 
     if not unsafe:
-        assert not reply.accepted and reply.reason.code == "unsupported_version"
+        assert not reply.accepted and reply.reason
+        assert reply.reason.code == "unsupported_version"
         assert await service.row(forged["proposal_id"]) is None
         return
-    assert reply.accepted and reply.proposal.preview == forged["preview"]
+    assert reply.accepted and reply.proposal and reply.proposal.preview == forged["preview"]
     pid = forged["proposal_id"]
     approved = await service.approve_http(pid, await service.approver(org))
     assert approved.status_code == 200

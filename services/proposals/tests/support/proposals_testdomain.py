@@ -73,8 +73,8 @@ class GrantPoints(LocalOperation[GrantRequest, GrantArguments, GrantPreview, Gra
     summary: ClassVar[str] = "Grant loyalty points to a member."
     ttl: ClassVar[timedelta] = timedelta(hours=1)
     Request = GrantRequest
-    Arguments = GrantArguments
-    Preview = GrantPreview
+    Arguments: ClassVar[type[GrantArguments]] = GrantArguments
+    Preview: ClassVar[type[GrantPreview]] = GrantPreview
     Result = GrantResult
 
     async def resolve(

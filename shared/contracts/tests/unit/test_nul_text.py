@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import BaseModel, ValidationError
 from signoff_contracts.assistants import strict_input
@@ -25,7 +27,9 @@ class Asked(BaseModel):
         ({"payment_id": "p", "bad\x00key": 1}, ("bad\x00key",)),
     ],
 )
-def test_a_nul_anywhere_is_a_validation_error_at_its_place(data: dict, loc: tuple) -> None:
+def test_a_nul_anywhere_is_a_validation_error_at_its_place(
+    data: dict[str, Any], loc: tuple[str | int, ...]
+) -> None:
     with pytest.raises(ValidationError) as caught:
         refuse_nul(Asked, data)
     [error] = caught.value.errors()

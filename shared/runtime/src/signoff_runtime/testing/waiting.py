@@ -11,13 +11,14 @@ T = TypeVar("T")
 
 
 async def wait_until(
-    probe: Callable[[], Awaitable[T]],
+    probe: Callable[[], Awaitable[T | None]],
     *,
     timeout: float = 15.0,
     interval: float = 0.05,
     what: str = "condition",
 ) -> T:
-    """Return the first truthy value ``probe`` gives; fail with ``what`` after ``timeout``."""
+    """Return the first truthy value ``probe`` gives (never its ``None``); fail with ``what``
+    after ``timeout``."""
     deadline = time.monotonic() + timeout
     last: T | None = None
     while True:
@@ -41,4 +42,24 @@ async def eventually(
         except AssertionError:
             if time.monotonic() > deadline:
                 raise
+        await asyncio.sleep(interval)
+
+
+async def never(
+    probe: Callable[[], Awaitable[object]],
+    *,
+    within: float,
+    interval: float = 0.05,
+    what: str = "the unwanted event",
+) -> None:
+    """Watch for an event that must not happen: fail the moment ``probe`` is truthy (with its
+    value), return once ``within`` seconds passed without it. For "nothing more happens" —
+    a late duplicate, a second effect — in place of a sleep followed by one look."""
+    deadline = time.monotonic() + within
+    while True:
+        seen = await probe()
+        if seen:
+            raise AssertionError(f"{what} happened: {seen!r}")
+        if time.monotonic() > deadline:
+            return
         await asyncio.sleep(interval)
