@@ -54,7 +54,7 @@ TEST_MYPY := $(VENV)/bin/mypy --allow-untyped-defs --allow-incomplete-defs --che
 types: install
 	$(VENV)/bin/mypy $(foreach p,$(notdir $(PACKAGES)),-p signoff_$(subst -,_,$(p)))
 	$(TEST_MYPY) tests/contract services/reconciler/tests shared/*/tests examples/*/tests \
-		web/tests bench/tests
+		web/tests bench/tests client/tests
 	MYPYPATH=services/proposals/tests/support:services/agent/tests/support \
 		$(TEST_MYPY) services/proposals/tests services/agent/tests
 	MYPYPATH=services/executor/tests $(TEST_MYPY) services/executor/tests
