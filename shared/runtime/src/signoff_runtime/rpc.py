@@ -29,7 +29,7 @@ from aio_pika.abc import (
     DeliveryMode,
 )
 
-from signoff_runtime import tracing
+from signoff_runtime import failover, tracing
 from signoff_runtime.settings import broker_user
 
 log = structlog.get_logger(__name__)
@@ -125,7 +125,7 @@ class Requester:
         async with self._opening:
             if self._channel is None or self._channel.is_closed:
                 if self._connection is None:
-                    self._connection = await aio_pika.connect_robust(self._url)
+                    self._connection = await failover.connect_robust(self._url)
                 channel = await self._connection.channel(
                     publisher_confirms=True, on_return_raises=True
                 )
