@@ -31,6 +31,16 @@ def test_a_comma_list_names_each_node_in_order() -> None:
     assert amqp_urls("amqp://u:p@a/") == ["amqp://u:p@a/"]
 
 
+def test_one_url_may_name_several_hosts() -> None:
+    url = "amqp://u:p@a:5672,b:5673, c/v?heartbeat=5"
+
+    assert amqp_urls(url) == [
+        "amqp://u:p@a:5672/v?heartbeat=5",
+        "amqp://u:p@b:5673/v?heartbeat=5",
+        "amqp://u:p@c/v?heartbeat=5",
+    ]
+
+
 def test_a_comma_in_a_password_is_no_separator() -> None:
     url = "amqp://u:pa,ss@a:5672/,amqp://u:pa,ss@b:5672/"
 

@@ -267,11 +267,25 @@ def broker_user(amqp_url: str) -> str:
 
 #: a comma before the next URL's scheme (a comma may appear inside a password)
 _NEXT_URL = re.compile(r"\s*,\s*(?=amqps?://)")
+_AUTHORITY = re.compile(r"^(?P<scheme>amqps?://)(?P<authority>[^/?#]*)(?P<rest>.*)$", re.S)
 
 
 def amqp_urls(url: str) -> list[str]:
-    """The nodes ``SIGNOFF_AMQP__URL`` names, in the order to try them."""
-    return [part for part in _NEXT_URL.split(url.strip()) if part] or [url]
+    """The nodes ``SIGNOFF_AMQP__URL`` names, in the order to try them: a comma list of URLs
+    (``amqp://u:p@a:5672/,amqp://u:p@b:5672/``), or one URL with several hosts as libpq has
+    them (``amqp://u:p@a:5672,b:5672/``), or one node."""
+    urls = []
+    for part in _NEXT_URL.split(url.strip()):
+        if not (found := _AUTHORITY.match(part)):
+            urls.append(part)
+            continue
+        userinfo, at, hosts = found["authority"].rpartition("@")
+        urls += [
+            f"{found['scheme']}{userinfo}{at}{host.strip()}{found['rest']}"
+            for host in hosts.split(",")
+            if host.strip()
+        ]
+    return [u for u in urls if u] or [url]
 
 
 S = TypeVar("S", bound=BaseSettings)
