@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import secrets
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -31,6 +33,9 @@ from faults_stack import LABELS, FaultStack
 from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.processes import ServiceProcess
 from signoff_runtime.topology import QUEUES
+
+#: ``{"connection_name","executor-2"}`` in ``list_connections client_properties``' output
+_CONNECTION_NAME = re.compile(r"connection_name\W+(?:longstr\W+)?([\w.-]+)")
 
 
 class PrivateCluster:
@@ -48,10 +53,11 @@ class PrivateCluster:
         """Every node's address, comma-separated (``SIGNOFF_AMQP__URL``)."""
         return ",".join(node.url for node in self.nodes)
 
-    def url_from(self, first: int) -> str:
-        """The same addresses, starting with node ``first`` (spreads the services' connections)."""
-        order = self.nodes[first:] + self.nodes[:first]
-        return ",".join(node.url for node in order)
+    def url_from(self, first: int, name: str, *, failover: bool = True) -> str:
+        """The addresses starting with node ``first`` (spreads the services' connections), each
+        naming its connections ``name``; only that node's without ``failover``."""
+        order = (self.nodes[first:] + self.nodes[:first])[: None if failover else 1]
+        return ",".join(f"{node.url}?name={name}" for node in order)
 
     def start(self) -> PrivateCluster:
         """Boot the nodes side by side, then join the others to the first (~20 s here)."""
@@ -92,6 +98,11 @@ class PrivateCluster:
                 missing[name] = gap
         return missing
 
+    def connections(self) -> Counter[str]:
+        """Open client connections per connection name, on the nodes that are up."""
+        rows = self._live().ctl("list_connections", "-q", "--no-table-headers", "client_properties")
+        return Counter(_CONNECTION_NAME.findall(rows))
+
     def kill(self, node: PrivateRabbit) -> None:
         node.kill()
 
@@ -124,8 +135,13 @@ class ClusterStack(FaultStack):
     def _process(self, label: str, port: int | None = None) -> ServiceProcess:
         proc = super()._process(label, port)
         first = LABELS.index(label) % len(self.cluster.nodes)
-        proc.env["SIGNOFF_AMQP__URL"] = self.cluster.url_from(first)
+        failover = self.switches.get("ADDRESS_LIST") != "off"
+        proc.env["SIGNOFF_AMQP__URL"] = self.cluster.url_from(first, label, failover=failover)
         return proc
+
+
+#: the negative control: every service on its first node only (``configure`` restarts them)
+NO_ADDRESS_LIST = {"ADDRESS_LIST": "off"}
 
 
 # -- the scenario -------------------------------------------------------------------------------
@@ -148,12 +164,38 @@ async def leader_kills(run: Run) -> None:
         node = await asyncio.to_thread(stack.cluster.leader, stack.topology.name(queue))
         stream = asyncio.create_task(run.driver.approve_stream(cases, spread_s))
         await _under_way(run, cases)
+        connected = await asyncio.to_thread(stack.cluster.connections)
         await asyncio.to_thread(stack.cluster.kill, node)
         run.faults += 1
+        await _reconnected_elsewhere(run, connected)
         await run.pause(0.5, 2.0)
         await asyncio.to_thread(stack.cluster.revive, node)
         await stream
     await run.provider_calm()
+
+
+async def _reconnected_elsewhere(run: Run, before: Counter[str]) -> None:
+    """While the node is still down, every service holds as many connections as before the kill:
+    those on the dead node moved to the survivors (else the outage stops that service until the
+    node is back, which a single-address client survives too; so this is what the address list
+    adds, and what its negative control loses)."""
+    stack = run.stack
+    assert isinstance(stack, ClusterStack)
+    if set(before) != set(LABELS):  # the check would prove nothing
+        run.extra["services whose connections were not seen"] = len(set(LABELS) - set(before))
+    short: dict[str, int] = {}
+
+    async def all_back() -> bool:
+        now = await asyncio.to_thread(stack.cluster.connections)
+        short.clear()
+        short.update({name: n - now[name] for name, n in before.items() if now[name] < n})
+        return not short
+
+    try:
+        await wait_until(all_back, timeout=30, interval=0.5, what="connections on the survivors")
+    except AssertionError:
+        key = "services cut off while a node was down"
+        run.extra[key] = run.extra.get(key, 0) + len(short)
 
 
 async def _under_way(run: Run, cases: list[Case]) -> None:

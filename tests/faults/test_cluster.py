@@ -18,7 +18,7 @@ from typing import NoReturn
 import asyncpg
 import pytest
 import pytest_asyncio
-from faults_cluster import CLUSTER_SCENARIOS, ClusterStack, PrivateCluster
+from faults_cluster import CLUSTER_SCENARIOS, NO_ADDRESS_LIST, ClusterStack, PrivateCluster
 from faults_proxy import Proxy
 from faults_run import LONG, PROPOSALS, describe, run_scenario
 from faults_servers import PrivatePostgres, ServerFailed
@@ -97,3 +97,24 @@ async def test_a_cluster_losing_queue_leaders_loses_nothing(
     kills = sum(node.kills for node in cluster_stack.cluster.nodes)
     assert report.proposals > 0 and kills == 2, describe(report)
     assert report.violations == 0, f"{describe(report)}\nservice logs: {cluster_stack.log_dir}"
+
+
+@pytest.mark.skipif(
+    not (LONG or os.environ.get("SIGNOFF_FAULTS_CLUSTER_CONTROL") == "1"),
+    reason="the negative control runs in the long run (or SIGNOFF_FAULTS_CLUSTER_CONTROL=1)",
+)
+async def test_without_the_address_list_a_dead_node_cuts_services_off(
+    cluster_stack: ClusterStack,
+) -> None:
+    """The negative control: each service on its first node only. The services on a killed
+    node wait for it to come back — nothing is lost (they reconnect to it then), but the
+    checker must see them cut off while it was down."""
+    report = await run_scenario(
+        cluster_stack,
+        "10-cluster-leaders",
+        NO_ADDRESS_LIST,
+        scenarios=CLUSTER_SCENARIOS,
+        proposals=CLUSTER_PROPOSALS,
+    )
+
+    assert report.extra.get("services cut off while a node was down", 0) > 0, describe(report)
