@@ -57,6 +57,18 @@ def test_nodes_with_different_users_or_vhosts_are_refused(url: str) -> None:
         AmqpSettings(url=url)
 
 
+def test_production_checks_the_password_of_every_node() -> None:
+    strong = "Vx9-rT2qLm8-Kc4wZp7-Hs3n"
+    url = f"amqp://u:{strong}@a:5672/,amqp://u:guest@b:5672/"
+
+    assert [r for r in AmqpSettings(url=url).prod_refusals() if "SIGNOFF_AMQP__URL" in r]
+    assert not [
+        r
+        for r in AmqpSettings(url=f"amqp://u:{strong}@a:5672,b:5672/").prod_refusals()
+        if "password" in r
+    ]
+
+
 class Node:
     """A TCP forwarder to the real broker: one "node" of a pretend cluster."""
 
