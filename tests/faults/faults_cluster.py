@@ -161,10 +161,12 @@ async def leader_kills(run: Run) -> None:
     halves = [run.cases[0::2], run.cases[1::2]]
     spread_s = max(run.spread_s / 2, 6.0)
     for queue, cases in zip(LEADERS_KILLED, halves, strict=True):
+        # asked before the stream starts: rabbitmqctl takes seconds on a busy machine, and the
+        # kill must follow the third claim at once, while contracts and outcomes are in flight
         node = await asyncio.to_thread(stack.cluster.leader, stack.topology.name(queue))
+        connected = await asyncio.to_thread(stack.cluster.connections)
         stream = asyncio.create_task(run.driver.approve_stream(cases, spread_s))
         await _under_way(run, cases)
-        connected = await asyncio.to_thread(stack.cluster.connections)
         await asyncio.to_thread(stack.cluster.kill, node)
         run.faults += 1
         await _reconnected_elsewhere(run, connected)

@@ -109,6 +109,11 @@ class Requester:
                     correlation_id=correlation_id,
                     type=message_type,
                     reply_to=REPLY_TO,
+                    # a request nobody took in time is worth nothing (the caller gave up), and
+                    # its reply-to may name a channel on a node that has since died: replying
+                    # there closes the replier's connection (541) on RabbitMQ 3.10, again on
+                    # every redelivery, until that node is back. It expires instead.
+                    expiration=timeout,
                     app_id=self._app_id,
                     user_id=self._user,
                     headers=dict(tracing.headers()),
