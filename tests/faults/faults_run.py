@@ -23,7 +23,7 @@ from pathlib import Path
 
 from faults_checker import Report, check, quiet, settled
 from faults_history import Driver, History
-from faults_scenarios import SCENARIOS, Run
+from faults_scenarios import SCENARIOS, Run, Scenario
 from faults_stack import FaultStack
 
 LONG = os.environ.get("SIGNOFF_FAULTS", "short") == "long"
@@ -49,11 +49,12 @@ async def run_scenario(
     name: str,
     switches: Mapping[str, str] | None = None,
     *,
+    scenarios: Mapping[str, Scenario] = SCENARIOS,
     proposals: int = PROPOSALS,
 ) -> Report:
     """Seed cases, propose them, inject the scenario's faults under a stream of approvals, wait
     for every proposal to settle (up to the deadline), wait for quiet, then check."""
-    scenario = SCENARIOS[name]
+    scenario = scenarios[name]
     switches = dict(switches or {})
     await asyncio.to_thread(stack.configure, switches)
     rng = random.Random(f"{SEED}:{name}:{','.join(sorted(switches))}")

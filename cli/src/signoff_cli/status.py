@@ -11,6 +11,7 @@ from typing import Any
 
 import aio_pika
 import typer
+from signoff_runtime import failover
 from signoff_runtime.db import create_engine
 from signoff_runtime.settings import ServiceSettings
 from signoff_runtime.topology import QUEUES, Topology
@@ -23,7 +24,7 @@ OUTBOX_SCHEMAS = ("proposals", "executor", "reconciler")
 async def queue_depths(amqp_url: str, topo: Topology) -> dict[str, tuple[int, int] | None]:
     """``name → (messages, consumers)``; ``None`` for a queue that does not exist."""
     out: dict[str, tuple[int, int] | None] = {}
-    connection = await aio_pika.connect(amqp_url)
+    connection = await failover.connect(amqp_url)
     async with connection:
         for name in [n for s in QUEUES for n in (topo.name(s.key), topo.dlq(s.key))]:
             channel = await connection.channel()  # a failed passive declare closes its channel

@@ -38,6 +38,7 @@ from faststream import AckPolicy
 from faststream.message import StreamMessage
 from faststream.rabbit import Channel, RabbitQueue
 from faststream.rabbit.annotations import RabbitMessage
+from signoff_runtime import failover
 from signoff_runtime.consumer import TRANSIENT
 from signoff_runtime.senders import SENDER_HEADER, Senders, broker_user
 from signoff_runtime.service import Runtime
@@ -279,7 +280,7 @@ async def _publish(amqp_url: str, topology: Topology, letter: DeadLetter, timeou
     headers["x-signoff-replay-of"] = letter.id
     if isinstance(original := letter.headers.get(SENDER_HEADER), str):
         headers[SENDER_HEADER] = original
-    connection = await aio_pika.connect(amqp_url, timeout=timeout_s)
+    connection = await failover.connect(amqp_url, timeout=timeout_s)
     async with connection:
         channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
         replay = await channel.get_exchange(topology.name("replay"), ensure=False)

@@ -42,7 +42,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff_runtime import tracing
+from signoff_runtime import failover, tracing
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.metrics import (
     OUTBOX_OLDEST_UNSENT,
@@ -142,7 +142,7 @@ class OutboxRelay:
         self._mark_before_confirm = mark_before_confirm
 
     async def run(self) -> None:
-        connection = await aio_pika.connect_robust(self._amqp_url)
+        connection = await failover.connect_robust(self._amqp_url)
         listener = await self._listen()
         measure_at = 0.0
         try:

@@ -29,7 +29,7 @@ from aio_pika.abc import (
     DeliveryMode,
 )
 
-from signoff_runtime import tracing
+from signoff_runtime import failover, tracing
 from signoff_runtime.settings import broker_user
 
 log = structlog.get_logger(__name__)
@@ -109,6 +109,11 @@ class Requester:
                     correlation_id=correlation_id,
                     type=message_type,
                     reply_to=REPLY_TO,
+                    # a request nobody took in time is worth nothing (the caller gave up), and
+                    # its reply-to may name a channel on a node that has since died: replying
+                    # there closes the replier's connection (541) on RabbitMQ 3.10, again on
+                    # every redelivery, until that node is back. It expires instead.
+                    expiration=timeout,
                     app_id=self._app_id,
                     user_id=self._user,
                     headers=dict(tracing.headers()),
@@ -125,7 +130,7 @@ class Requester:
         async with self._opening:
             if self._channel is None or self._channel.is_closed:
                 if self._connection is None:
-                    self._connection = await aio_pika.connect_robust(self._url)
+                    self._connection = await failover.connect_robust(self._url)
                 channel = await self._connection.channel(
                     publisher_confirms=True, on_return_raises=True
                 )

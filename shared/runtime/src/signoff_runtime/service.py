@@ -13,13 +13,12 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-import aio_pika
 import structlog
 from faststream.rabbit import RabbitBroker
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from signoff_runtime import logs, tracing
+from signoff_runtime import failover, logs, tracing
 from signoff_runtime.db import create_engine
 from signoff_runtime.senders import Senders
 from signoff_runtime.settings import ServiceSettings
@@ -48,7 +47,7 @@ class Runtime:
         tracing.configure(name)
         if switches := settings.unsafe.enabled():
             log.warning("service.unsafe_switches_on", service=name, switches=switches)
-        broker = RabbitBroker(
+        broker = failover.rabbit_broker(
             settings.amqp.url,
             graceful_timeout=graceful_timeout_s,
             app_id=f"signoff-{name}",
@@ -96,7 +95,7 @@ class Runtime:
 
 
 async def declare_topology(amqp_url: str, topology: Topology) -> None:
-    connection = await aio_pika.connect(amqp_url)
+    connection = await failover.connect(amqp_url)
     async with connection:
         await topology.declare(await connection.channel())
 

@@ -21,7 +21,7 @@ import aio_pika
 import structlog
 from signoff_contracts.v1 import Envelope
 
-from signoff_runtime import tracing
+from signoff_runtime import failover, tracing
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import broker_user
 
@@ -130,7 +130,7 @@ class DirectPublisher:
     async def _open(self) -> aio_pika.abc.AbstractChannel:
         async with self._lock:
             if self._connection is None:
-                self._connection = await aio_pika.connect_robust(self._amqp_url)
+                self._connection = await failover.connect_robust(self._amqp_url)
             if self._channel is None or self._channel.is_closed:
                 self._channel = await self._connection.channel(publisher_confirms=False)
             return self._channel
