@@ -97,6 +97,8 @@ async def test_a_cluster_losing_queue_leaders_loses_nothing(
     kills = sum(node.kills for node in cluster_stack.cluster.nodes)
     assert report.proposals > 0 and kills == 2, describe(report)
     assert report.violations == 0, f"{describe(report)}\nservice logs: {cluster_stack.log_dir}"
+    # a node's loss excuses no case: every proposal must still end succeeded
+    assert not report.progress_shortfall, describe(report)
 
 
 @pytest.mark.skipif(
