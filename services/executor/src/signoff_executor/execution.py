@@ -48,13 +48,13 @@ from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.settings import ContractVerifyingSettings
 from signoff_runtime.topology import Topology
+from signoff_runtime.transient import is_transient
 from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_executor import domain, metrics, outbox, repository, unit_of_work
 from signoff_executor.authorization import approver_still_authorized
 from signoff_executor.domain import Attempting, Concluded, Duplicate, Step
-from signoff_executor.errors import is_transient
 
 log = structlog.get_logger(__name__)
 External = ExternalOperation[Any, Any, Any, Any, Any]

@@ -38,10 +38,10 @@ from faststream import AckPolicy
 from faststream.message import StreamMessage
 from faststream.rabbit import Channel, RabbitQueue
 from faststream.rabbit.annotations import RabbitMessage
-from signoff_runtime.consumer import TRANSIENT
 from signoff_runtime.senders import SENDER_HEADER, Senders, broker_user
 from signoff_runtime.service import Runtime
 from signoff_runtime.topology import QUEUES, Topology
+from signoff_runtime.transient import is_transient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -185,7 +185,7 @@ def _subscribe(runtime: Runtime, key: str, prefetch: int) -> None:
         try:
             await archive(engine, topology, key, msg.raw_message, senders)
         except Exception as exc:  # never drop a dead letter: keep it for the next try
-            transient = isinstance(exc, TRANSIENT)
+            transient = is_transient(exc)
             if transient:
                 log.warning("dead_letter.archive_failed", queue=key, error=repr(exc))
             else:

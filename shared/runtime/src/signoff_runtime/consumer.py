@@ -10,7 +10,8 @@ their work to ``settle``, which classifies the outcome:
 - ``PermanentError`` or a message that does not parse → a copy goes to the queue's ``.dlq`` with
   headers ``x-signoff-reason`` / ``x-signoff-detail``, then the original is acked: nothing lost,
   nothing looping;
-- a transient error (connection lost, pool exhausted, timeout) → a short bounded back-off, then
+- a transient error (``signoff_runtime.transient``: connection lost, pool exhausted, timeout,
+  serialization conflict) → a short bounded back-off, then
   nack with requeue; each nack counts toward the quorum queue's ``x-delivery-limit``;
 - any other error → nack with requeue, and on the last delivery the message is dead-lettered
   with reason ``handler_failed`` instead, so the reason is never just "delivery limit".
@@ -26,31 +27,20 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
-import asyncpg
 import structlog
 from faststream._internal.context import Context
 from faststream.rabbit import RabbitBroker
 from faststream.rabbit.message import RabbitMessage
 from pydantic import ValidationError
 from signoff_contracts.ids import new_id
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from signoff_runtime.metrics import HANDLER_SECONDS, MESSAGES_CONSUMED, MESSAGES_DEAD_LETTERED
 from signoff_runtime.senders import SENDER_HEADER, Senders
 from signoff_runtime.topology import Topology
+from signoff_runtime.transient import is_transient
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
-
-TRANSIENT: tuple[type[BaseException], ...] = (
-    OSError,
-    TimeoutError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.exceptions.CannotConnectNowError,
-    asyncpg.exceptions.TooManyConnectionsError,
-    OperationalError,
-    InterfaceError,
-)
 
 
 class _AsyncContext(Context):
@@ -82,12 +72,6 @@ class PermanentError(Exception):
         super().__init__(code)
         self.code = code
         self.detail = detail
-
-
-def _is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(exc, TRANSIENT)
 
 
 def delivery_count(msg: RabbitMessage) -> int:
@@ -168,7 +152,7 @@ async def settle(
         await _reject(msg, broker, topology, queue_key, code, detail, senders)
         return None
     except Exception as exc:
-        if _is_transient(exc) and not last_delivery:
+        if is_transient(exc) and not last_delivery:
             log.warning("message.transient_error", queue=queue_key, error=type(exc).__name__)
             await asyncio.sleep(backoff_s * (delivery_count(msg) + 1))
             await msg.nack(requeue=True)

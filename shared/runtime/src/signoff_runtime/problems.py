@@ -17,8 +17,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from signoff_contracts.ids import new_id
-from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from signoff_runtime.transient import is_transient
 
 log = structlog.get_logger(__name__)
 MEDIA_TYPE = "application/problem+json"
@@ -93,7 +94,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         correlation_id = new_id("cor")
-        if database_unavailable(exc):
+        if is_transient(exc):
             log.warning(
                 "http.database_unavailable",
                 path=request.url.path,
@@ -119,21 +120,3 @@ def install(app: FastAPI) -> None:
                 correlation_id=correlation_id,
             )
         )
-
-
-#: SQLSTATE classes and codes that say "not now" rather than "wrong": connection exceptions,
-#: insufficient resources, a cancelled (timed-out) statement, the server shutting down or starting
-_TRANSIENT_CLASSES = ("08", "53")
-_TRANSIENT_CODES = {"57014", "57P01", "57P02", "57P03"}
-
-
-def database_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` means the database cannot serve right now (worth a retry)."""
-    if isinstance(exc, sa_exc.TimeoutError | sa_exc.DisconnectionError):
-        return True
-    if isinstance(exc, sa_exc.DBAPIError):
-        if exc.connection_invalidated:
-            return True
-        state = str(getattr(exc.orig, "sqlstate", "") or "")
-        return state in _TRANSIENT_CODES or state[:2] in _TRANSIENT_CLASSES
-    return isinstance(exc, ConnectionError)
