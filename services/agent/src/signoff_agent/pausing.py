@@ -19,9 +19,9 @@ from signoff_contracts.reasons import Reason
 from signoff_contracts.secret_fields import secret_field
 from signoff_contracts.v1 import PausePointRequestReply, PausePointView
 from signoff_contracts.v2 import PausePointRequested
-from signoff_runtime.rpc import Requester, RequestFailed
+from signoff_runtime.rpc import Requester
 from signoff_runtime.settings import AmqpSettings
-from signoff_runtime.topology import ROUTING_KEYS, Topology
+from signoff_runtime.topology import Topology
 
 from signoff_agent.proposing import OnBehalf
 
@@ -143,10 +143,6 @@ def _check_form(schema: dict[str, Any]) -> None:
         raise PauseInvalid("form_schema", "required must list declared fields")
 
 
-class PausesUnavailable(Exception):
-    """No reply in time from the proposals service."""
-
-
 @dataclass
 class Pauser:
     requester: Requester
@@ -162,7 +158,8 @@ class Pauser:
         turn_id: str | None = None,
         answerable_by: Literal["owner", "team"] = "owner",
     ) -> PausePointView | Reason:
-        """The stored pause point, or the proposals service's reason for refusing it. The
+        """The stored pause point, or the proposals service's reason for refusing it
+        (``signoff_runtime.rpc.Unanswered`` when no reply comes in time). The
         person and organization are the proposals service's to establish (``on_behalf``); who
         may answer is the assistant's setting (``answerable_by``), never the model's; the turn
         that asked (``turn_id``) is stored so the audit joins it to the conversation."""
@@ -184,20 +181,13 @@ class Pauser:
             turn_id=turn_id,
             **on_behalf.fields(),
         )
-        try:
-            response = await self.requester.request(
-                message.model_dump_json().encode(),
-                exchange=self.topology.name("commands"),
-                routing_key=ROUTING_KEYS["proposals.pause-points"],
-                message_id=message.message_id,
-                # the answer is matched by this: unique per request, as the message id is
-                correlation_id=message.message_id,
-                message_type=message.type,
-                timeout=self.amqp.request_timeout_s,
-            )
-        except (TimeoutError, RequestFailed) as exc:
-            raise PausesUnavailable(pause_point_id) from exc
-        reply = PausePointRequestReply.model_validate_json(response.body)
+        reply = await self.requester.ask(
+            message,
+            PausePointRequestReply,
+            self.topology,
+            "proposals.pause-points",
+            self.amqp.request_timeout_s,
+        )
         if reply.accepted and reply.pause_point is not None:
             return reply.pause_point
         return reply.reason or Reason(code="not_stored")

@@ -31,6 +31,7 @@ from signoff_contracts.assistants import (
 )
 from signoff_contracts.operations import AnyOperation, Membership, Rejected, Scope
 from signoff_contracts.reasons import Reason
+from signoff_runtime.rpc import Unanswered
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_agent import pausing
@@ -226,7 +227,7 @@ class Toolbox:
                 turn_id=self.turn_id,
                 answerable_by=self.assistant.pause_points_answerable_by,
             )
-        except pausing.PausesUnavailable:
+        except Unanswered:
             return Stopped("proposals_unavailable", {})
         if isinstance(stored, Reason) and stored.code.endswith("_quota_exceeded"):
             return Stopped("pause_point_refused", {"reason": _reason(stored)})

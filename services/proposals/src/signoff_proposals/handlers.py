@@ -2,7 +2,7 @@
 
 Wiring only: each queue's work is its feature's ``handlers`` module (``intake``, ``decisions``,
 ``pause_points``, ``outcomes``); a request-reply handler returns its typed reply and this module
-publishes it.
+publishes it (``signoff_runtime.rpc.answer``).
 
 Each subscriber acks manually through ``settle`` (after its transaction committed) and parses
 the body itself, so a malformed message is answered or dead-lettered with a reason instead of
@@ -27,6 +27,7 @@ from faststream import AckPolicy
 from faststream.rabbit import Channel, RabbitBroker
 from faststream.rabbit.message import RabbitMessage as Message
 from signoff_contracts.v1 import Envelope
+from signoff_runtime import rpc
 from signoff_runtime.consumer import Delivery, raw_body, settle
 from signoff_runtime.senders import Senders, broker_user
 
@@ -97,24 +98,12 @@ def _answered(
     """The work for a request-reply queue: answer, and a final failure still gets a rejection."""
 
     async def reply(envelope: Envelope) -> None:
-        await _reply(ctx, broker, msg, envelope)
+        amqp = ctx.settings.amqp
+        await rpc.answer(
+            broker, msg, envelope, user_id=broker_user(amqp.url), timeout=amqp.publish_timeout_s
+        )
 
     async def work() -> None:
         await reply(await answer(ctx, msg))
 
     return lambda: rejecting(msg, ctx.topology, key, work, reply)
-
-
-async def _reply(ctx: Context, broker: RabbitBroker, msg: Message, reply: Envelope) -> None:
-    if not msg.reply_to:
-        return
-    await broker.publish(
-        reply.model_dump_json().encode(),
-        routing_key=msg.reply_to,
-        correlation_id=msg.raw_message.correlation_id,
-        message_id=reply.message_id,
-        message_type=reply.type,
-        content_type="application/json",
-        user_id=broker_user(ctx.settings.amqp.url),
-        timeout=ctx.settings.amqp.publish_timeout_s,
-    )
