@@ -1,23 +1,21 @@
 """The agent's AMQP consumer: proposal and pause-point events, handed back to conversations.
 
-It acknowledges manually through ``settle`` after its transaction committed, and parses the
-body itself, so a malformed message is dead-lettered with a reason rather than dropped. Events
-are deduplicated by ``message_id`` in the inbox, in the transaction that writes their messages.
+It consumes through ``signoff_runtime.consumer.consume``: acknowledged manually by ``settle``
+after its transaction committed, the body parsed here, so a malformed message is dead-lettered
+with a reason rather than dropped. Events are deduplicated by ``message_id`` in the inbox, in the
+transaction that writes their messages.
 (The agent answers no requests: revisions are resolved by the proposals service.)
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
-from faststream import AckPolicy
-from faststream.rabbit import Channel, RabbitBroker
-from faststream.rabbit.message import RabbitMessage as Message
+from faststream.rabbit import RabbitBroker
 from signoff_contracts.v1 import PausePointResolved, ProposalEvent
-from signoff_runtime.consumer import Delivery, PermanentError, raw_body, settle
+from signoff_runtime.consumer import PermanentError, consume
 from signoff_runtime.inbox import first_delivery
 from signoff_runtime.senders import Senders
 from signoff_runtime.settings import AmqpSettings
@@ -30,7 +28,6 @@ from signoff_agent.tables import inbox
 from signoff_agent.turns import Turns
 
 log = structlog.get_logger(__name__)
-Handler = Callable[[Message], Awaitable[None]]
 
 
 @dataclass
@@ -43,30 +40,14 @@ class Consumers:
     senders: Senders
 
     def register(self) -> None:
-        topo = self.topology
-
-        def subscriber(key: str) -> Callable[[Handler], object]:
-            # No ``exchange=``: the topology already bound the queues. (It once also kept
-            # FastStream's ``broker.request`` working; requests now go through
-            # ``signoff_runtime.rpc.Requester``, on a connection of their own.)
-            return self.broker.subscriber(
-                topo.queue(key),
-                ack_policy=AckPolicy.MANUAL,
-                channel=Channel(prefetch_count=self.amqp.prefetch),
-                no_reply=True,
-                decoder=raw_body,
-            )
-
-        @subscriber("agent.events")
-        async def on_event(msg: Delivery) -> None:
-            await settle(
-                msg,
-                broker=self.broker,
-                topology=topo,
-                queue_key="agent.events",
-                senders=self.senders,
-                work=lambda: self.event(msg.body),
-            )
+        consume(
+            self.broker,
+            self.topology,
+            self.senders,
+            "agent.events",
+            lambda msg: self.event(msg.body),
+            prefetch=self.amqp.prefetch,
+        )
 
     async def event(self, body: bytes) -> None:
         try:

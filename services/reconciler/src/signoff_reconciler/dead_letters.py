@@ -35,9 +35,8 @@ from typing import Any
 import aio_pika
 import structlog
 from faststream import AckPolicy
-from faststream.message import StreamMessage
 from faststream.rabbit import Channel, RabbitQueue
-from faststream.rabbit.annotations import RabbitMessage
+from signoff_runtime.consumer import Delivery, raw_body
 from signoff_runtime.senders import SENDER_HEADER, Senders, broker_user
 from signoff_runtime.service import Runtime
 from signoff_runtime.topology import QUEUES, Topology
@@ -162,10 +161,6 @@ async def archive(
     return fresh
 
 
-async def _raw(msg: StreamMessage[Any]) -> bytes:
-    return msg.body
-
-
 def register(runtime: Runtime, *, prefetch: int) -> None:
     """One consumer per ``<queue>.dlq`` (declared by the topology; not redeclared here)."""
     for key in QUEUE_KEYS:
@@ -179,9 +174,9 @@ def _subscribe(runtime: Runtime, key: str, prefetch: int) -> None:
         RabbitQueue(topology.dlq(key), declare=False),
         channel=Channel(prefetch_count=prefetch),
         ack_policy=AckPolicy.MANUAL,
-        decoder=_raw,
+        decoder=raw_body,
     )
-    async def on_dead_letter(msg: RabbitMessage) -> None:
+    async def on_dead_letter(msg: Delivery) -> None:
         try:
             await archive(engine, topology, key, msg.raw_message, senders)
         except Exception as exc:  # never drop a dead letter: keep it for the next try

@@ -16,6 +16,10 @@ their work to ``settle``, which classifies the outcome:
 - any other error → nack with requeue, and on the last delivery the message is dead-lettered
   with reason ``handler_failed`` instead, so the reason is never just "delivery limit".
 
+``consume`` subscribes a queue's work this way (the one place a service's consumer is declared);
+``raw_body`` and ``Delivery`` are its parts, for a subscriber that settles by other rules (the
+dead-letter archive).
+
 A dead-letter copy is published by this consumer, so it carries this consumer's ``user_id``; it
 names the message's original sender in ``x-signoff-sender`` for the archive and a later replay.
 """
@@ -28,8 +32,9 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import structlog
+from faststream import AckPolicy
 from faststream._internal.context import Context
-from faststream.rabbit import RabbitBroker
+from faststream.rabbit import Channel, RabbitBroker
 from faststream.rabbit.message import RabbitMessage
 from pydantic import ValidationError
 from signoff_contracts.ids import new_id
@@ -63,6 +68,43 @@ async def raw_body(msg: Any) -> Any:
     dead-letter with a reason). Asynchronous, since FastStream runs a synchronous decoder in a
     worker thread."""
     return msg.body
+
+
+def consume(
+    broker: RabbitBroker,
+    topology: Topology,
+    senders: Senders,
+    queue_key: str,
+    work: Callable[[RabbitMessage], Awaitable[object]],
+    *,
+    prefetch: int,
+    bind: bool = False,
+) -> None:
+    """Subscribe ``work`` to the queue ``queue_key``: at most ``prefetch`` unacknowledged
+    deliveries, the body left as bytes for ``work`` to parse, no reply of FastStream's own, and
+    each delivery settled by ``settle``. ``bind`` also binds the queue to its exchange (the
+    topology binds it already; a service that declares its own consumers' bindings asks)."""
+
+    async def handler(msg: Delivery) -> None:
+        await settle(
+            msg,
+            broker=broker,
+            topology=topology,
+            queue_key=queue_key,
+            senders=senders,
+            work=lambda: work(msg),
+        )
+
+    handler.__name__ = handler.__qualname__ = f"on_{queue_key.replace('.', '_').replace('-', '_')}"
+    exchange = topology.exchange(topology.spec(queue_key).exchange) if bind else None
+    broker.subscriber(
+        topology.queue(queue_key),
+        exchange=exchange,
+        ack_policy=AckPolicy.MANUAL,
+        channel=Channel(prefetch_count=prefetch),
+        no_reply=True,
+        decoder=raw_body,
+    )(handler)
 
 
 class PermanentError(Exception):
