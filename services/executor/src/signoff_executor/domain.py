@@ -4,7 +4,8 @@ and the facts and outcomes built from a contract.
 The first transaction either concludes the contract (``Concluded``: outcome stored), finds it
 concluded already (``Duplicate``), or — for an external operation — commits an attempt that must
 now be performed (``Attempting``). Each step knows what its commit must have left in
-``executor.executions``, which is how an in-doubt commit is resolved (``unit_of_work``).
+``executor.executions``, which is how an in-doubt commit is resolved
+(``signoff_runtime.unit_of_work``).
 """
 
 from __future__ import annotations

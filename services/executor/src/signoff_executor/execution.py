@@ -42,7 +42,7 @@ from signoff_contracts.outcomes import (
     TerminalFailure,
 )
 from signoff_contracts.v1 import ExecutionContract
-from signoff_runtime import signing
+from signoff_runtime import signing, unit_of_work
 from signoff_runtime.consumer import PermanentError
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
@@ -52,7 +52,7 @@ from signoff_runtime.transient import is_transient
 from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff_executor import domain, metrics, outbox, repository, unit_of_work
+from signoff_executor import domain, metrics, outbox, repository
 from signoff_executor.authorization import approver_still_authorized
 from signoff_executor.domain import Attempting, Concluded, Duplicate, Step
 

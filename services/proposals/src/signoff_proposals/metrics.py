@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from prometheus_client import Counter
+from signoff_contracts.status import ProposalStatus
+from signoff_runtime.unit_of_work import UnitOfWork
 
 TRANSITIONS = Counter(
     "signoff_proposals_transitions_total",
@@ -29,3 +31,8 @@ PAUSE_POINTS = Counter(
     "Pause points stored (`pending`), resolved or expired, by pause-point kind.",
     ["kind", "status"],
 )
+
+
+def count_transition(uow: UnitOfWork, kind: str, status: ProposalStatus) -> None:
+    """Count a status change once ``uow`` has committed (a rolled-back one counts nothing)."""
+    uow.after_commit(TRANSITIONS.labels(kind=kind, status=status.value).inc)
