@@ -29,6 +29,7 @@ from signoff_runtime.members import current_member
 from signoff_runtime.problems import Problem, problem_response
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import AGENT_AUDIENCE, bearer
+from signoff_runtime.validation import problem_errors
 
 from signoff_agent import repository as repo
 from signoff_agent.proposing import NotStored, OnBehalf, ProposalsUnavailable, Proposer
@@ -42,13 +43,6 @@ class ProposeBody(BaseModel):
 
     resource_id: str = Field(min_length=1, max_length=128)
     request: dict[str, Any]
-
-
-def _errors(exc: ValidationError) -> list[dict[str, Any]]:
-    return [
-        {"loc": [str(p) for p in err["loc"]], "msg": err["msg"], "type": err["type"]}
-        for err in exc.errors(include_input=False, include_url=False)
-    ][:20]
 
 
 @router.post("/v1/operations/{kind}/propose", status_code=201)
@@ -93,7 +87,7 @@ async def propose(
             422,
             "invalid_request",
             "The request does not fit the operation.",
-            errors=_errors(exc),
+            errors=problem_errors(exc),
         ) from None
     try:
         created = await proposer.propose(

@@ -32,6 +32,7 @@ from signoff_contracts.assistants import (
 from signoff_contracts.operations import AnyOperation, Membership, Rejected, Scope
 from signoff_contracts.reasons import Reason
 from signoff_runtime.rpc import Unanswered
+from signoff_runtime.validation import field_errors
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_agent import pausing
@@ -89,11 +90,8 @@ _PROBLEMS = {
 
 def _problems(exc: ValidationError) -> list[dict[str, str]]:
     return [
-        {
-            "field": ".".join(str(p) for p in err["loc"]) or "(arguments)",
-            "problem": _PROBLEMS.get(err["type"], err["msg"]),
-        }
-        for err in exc.errors(include_input=False, include_url=False)[:10]
+        {"field": err.field or "(arguments)", "problem": _PROBLEMS.get(err.type, err.message)}
+        for err in field_errors(exc)
     ]
 
 

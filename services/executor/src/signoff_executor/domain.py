@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
 from signoff_contracts.operations import AttemptRef, ExecutionContext, Scope
 from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, RevisionRequired
 from signoff_contracts.reasons import APPROVAL_STALE, APPROVER_NO_LONGER_AUTHORIZED, Reason
@@ -89,8 +88,3 @@ def no_longer_authorized(contract: ExecutionContract) -> RevisionRequired:
 
 def needs_reconciliation(proposal_id: str) -> NeedsReconciliation:
     return NeedsReconciliation(status_path=f"/v1/proposals/{proposal_id}/reconciliation")
-
-
-def validation_summary(exc: ValidationError) -> list[str]:
-    """Where and how arguments failed to parse — never the values (they may be personal)."""
-    return [f"{'.'.join(str(p) for p in err['loc'])}: {err['type']}" for err in exc.errors()[:10]]

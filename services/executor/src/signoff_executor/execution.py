@@ -50,6 +50,7 @@ from signoff_runtime.settings import ContractVerifyingSettings
 from signoff_runtime.topology import Topology
 from signoff_runtime.transient import is_transient
 from signoff_runtime.unsafe import DirectPublisher
+from signoff_runtime.validation import summary
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_executor import domain, metrics, outbox, repository
@@ -316,7 +317,7 @@ class Executor:
 def _unparseable(exc: Exception) -> TerminalFailure:
     """Stored arguments that no longer parse: logged in full, shown only as a correlation id."""
     correlation_id = new_id("cor")
-    errors = domain.validation_summary(exc) if isinstance(exc, ValidationError) else []
+    errors = summary(exc) if isinstance(exc, ValidationError) else ""
     log.error(
         "contract.arguments_invalid",
         correlation_id=correlation_id,

@@ -43,6 +43,7 @@ from signoff_runtime.metrics import HANDLER_SECONDS, MESSAGES_CONSUMED, MESSAGES
 from signoff_runtime.senders import SENDER_HEADER, Senders
 from signoff_runtime.topology import Topology
 from signoff_runtime.transient import is_transient
+from signoff_runtime.validation import summary
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -190,7 +191,7 @@ async def settle(
         result = await work()
     except (PermanentError, ValidationError) as exc:
         code = exc.code if isinstance(exc, PermanentError) else "invalid_message"
-        detail = exc.detail if isinstance(exc, PermanentError) else _validation_summary(exc)
+        detail = exc.detail if isinstance(exc, PermanentError) else summary(exc, limit=5)
         await _reject(msg, broker, topology, queue_key, code, detail, senders)
         return None
     except Exception as exc:
@@ -241,10 +242,3 @@ async def _reject(
         return
     await msg.ack()
     MESSAGES_CONSUMED.labels(queue=queue_key, result="dead_lettered").inc()
-
-
-def _validation_summary(exc: ValidationError) -> str:
-    parts: list[Any] = [
-        f"{'.'.join(str(p) for p in err['loc'])}: {err['type']}" for err in exc.errors()[:5]
-    ]
-    return "; ".join(parts)

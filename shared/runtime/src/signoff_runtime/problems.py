@@ -20,6 +20,7 @@ from signoff_contracts.ids import new_id
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from signoff_runtime.transient import is_transient
+from signoff_runtime.validation import problem_errors
 
 log = structlog.get_logger(__name__)
 MEDIA_TYPE = "application/problem+json"
@@ -78,10 +79,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"loc": [str(part) for part in err.get("loc", ())], "msg": str(err.get("msg", ""))}
-            for err in exc.errors()
-        ][:20]
+        errors = problem_errors(exc)
         return problem_response(
             Problem(422, "invalid_request", "The request is not valid.", errors=errors)
         )

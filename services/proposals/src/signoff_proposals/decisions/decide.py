@@ -29,6 +29,7 @@ from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, Claims, TokenInvalid, verify_token_async
 from signoff_runtime.unit_of_work import UnitOfWork
+from signoff_runtime.validation import summary
 from sqlalchemy import Row
 
 from signoff_proposals.context import Context
@@ -319,8 +320,4 @@ def scope_of(row: Row[Any]) -> Scope:
 
 
 def _summary(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['type']}" for err in exc.errors()[:10]
-        )
-    return type(exc).__name__
+    return summary(exc) if isinstance(exc, ValidationError) else type(exc).__name__
