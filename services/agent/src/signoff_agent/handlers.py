@@ -20,6 +20,7 @@ from signoff_runtime.inbox import first_delivery
 from signoff_runtime.senders import Senders
 from signoff_runtime.settings import AmqpSettings
 from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_agent import handback
@@ -62,19 +63,19 @@ class Consumers:
             log.info("event.ignored", type=str(kind)[:64])  # readers tolerate growth
 
     async def proposal_event(self, event: ProposalEvent) -> None:
-        async with self.engine.begin() as conn:
-            if not await first_delivery(conn, inbox, event.message_id):
+        async with unit_of_work(self.engine) as uow:
+            if not await first_delivery(uow.conn, inbox, event.message_id):
                 HANDBACKS.labels(event=event.event, written="duplicate").inc()
                 return
-            written = await handback.apply(conn, event)
+            written = await handback.apply(uow.conn, event)
         HANDBACKS.labels(event=event.event, written=str(written).lower()).inc()
 
     async def pause_point_resolved(self, event: PausePointResolved) -> None:
-        async with self.engine.begin() as conn:
-            if not await first_delivery(conn, inbox, event.message_id):
+        async with unit_of_work(self.engine) as uow:
+            if not await first_delivery(uow.conn, inbox, event.message_id):
                 HANDBACKS.labels(event="pause_point", written="duplicate").inc()
                 return
-            waiting = await handback.apply_pause(conn, event)
+            waiting = await handback.apply_pause(uow.conn, event)
         HANDBACKS.labels(event="pause_point", written=str(waiting is not None).lower()).inc()
         if waiting is not None:
             self.turns.resume_soon(waiting)

@@ -41,6 +41,7 @@ from signoff_runtime.senders import SENDER_HEADER, Senders, broker_user
 from signoff_runtime.service import Runtime
 from signoff_runtime.topology import QUEUES, Topology
 from signoff_runtime.transient import is_transient
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -130,8 +131,8 @@ async def archive(
         headers[SENDER_HEADER] = original
     headers[DEAD_LETTERED_BY] = raw.user_id
     reason, detail, deliveries = reason_of(headers, topology.delivery_limit)
-    async with engine.begin() as conn:
-        row = await conn.execute(
+    async with unit_of_work(engine) as uow:
+        row = await uow.conn.execute(
             text(
                 "INSERT INTO reconciler.dead_letters (queue, reason, detail, deliveries, "
                 "message_id, message_type, correlation_id, content_type, body, headers) "
@@ -233,9 +234,9 @@ async def replay(
     timeout_s: float = 10.0,
 ) -> DeadLetter:
     """Publish the letter back to its queue and record who did it; refuse a second replay."""
-    async with engine.begin() as conn:
+    async with unit_of_work(engine) as uow:
         row = (
-            await conn.execute(
+            await uow.conn.execute(
                 text(
                     f"SELECT {_COLUMNS} FROM reconciler.dead_letters "  # noqa: S608 - constants
                     "WHERE id = :id FOR UPDATE"
@@ -255,7 +256,7 @@ async def replay(
             raise ReplayRefused("unknown_queue", letter.queue)
         await _publish(amqp_url, topology, letter, timeout_s)
         row = (
-            await conn.execute(
+            await uow.conn.execute(
                 text(
                     "UPDATE reconciler.dead_letters SET replayed_at = now(), "  # noqa: S608
                     f"replayed_by = :who, replay_note = :note WHERE id = :id RETURNING {_COLUMNS}"

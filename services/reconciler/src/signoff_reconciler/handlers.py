@@ -15,6 +15,7 @@ from signoff_runtime.inbox import first_delivery
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.service import Runtime
 from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_reconciler import metrics, reports, repository
@@ -38,12 +39,12 @@ async def record(
         raise PermanentError(
             "unsupported_version", f"{message.operation_kind} v{message.contract_version}"
         ) from None
-    async with engine.begin() as conn:
-        fresh = await first_delivery(conn, inbox, message.message_id)
+    async with unit_of_work(engine) as uow:
+        fresh = await first_delivery(uow.conn, inbox, message.message_id)
         if fresh:
-            fresh = await repository.record(conn, message)
+            fresh = await repository.record(uow.conn, message)
             if not fresh and topology is not None:
-                await _report_withheld(conn, topology, message)
+                await _report_withheld(uow.conn, topology, message)
     metrics.REQUESTS.labels("recorded" if fresh else "duplicate").inc()
     return fresh
 

@@ -25,6 +25,7 @@ from signoff_contracts.operations import ExternalOperation
 from signoff_contracts.outcomes import OperationOutcome, Succeeded, TerminalFailure
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -104,11 +105,11 @@ async def check_now(
     engine: AsyncEngine, proposal_id: str, *, wait_s: float, poll_s: float = 0.2
 ) -> list[CheckState]:
     """Make the open checks due now and wait until each was checked again or concluded."""
-    async with engine.begin() as conn:
-        before = await states(conn, proposal_id)
+    async with unit_of_work(engine) as uow:
+        before = await states(uow.conn, proposal_id)
         if not before:
             raise OperatorRefused("not_found", f"no reconciliation check for {proposal_id}")
-        await conn.execute(
+        await uow.conn.execute(
             text(
                 "UPDATE reconciler.checks SET next_check_at = now() "
                 "WHERE proposal_id = :p AND status = 'open'"
@@ -141,8 +142,8 @@ async def resolve(
     note: str,
 ) -> tuple[CheckState, OperationOutcome]:
     """Resolve the proposal's unresolved check by hand; the outcome reported."""
-    async with engine.begin() as conn:
-        found = await states(conn, proposal_id, lock=True)
+    async with unit_of_work(engine) as uow:
+        found = await states(uow.conn, proposal_id, lock=True)
         if not found:
             raise OperatorRefused("not_found", f"no reconciliation check for {proposal_id}")
         target = next((c for c in found if c.status in ("open", "gave_up")), None)
@@ -153,12 +154,12 @@ async def resolve(
                 f"{last.attempt_id} was resolved by {last.operator or last.resolved_by} "
                 f"at {last.resolved_at.isoformat() if last.resolved_at else '?'}",
             )
-        outcome = await _settle(conn, operations, target, verdict)
+        outcome = await _settle(uow.conn, operations, target, verdict)
         check = target.as_check()
         message_id = await reports.outcome(
-            conn, topology, check, outcome, operator=operator, note=note
+            uow.conn, topology, check, outcome, operator=operator, note=note
         )
-        await conn.execute(
+        await uow.conn.execute(
             text(
                 "UPDATE reconciler.checks SET status = 'resolved', checks = checks + 1, "
                 "last_checked_at = now(), resolved_at = now(), "
@@ -176,8 +177,10 @@ async def resolve(
                 "note": note,
             },
         )
-        await reports.checked(conn, topology, check, "manual", detail=f"{verdict} by {operator}")
-        [resolved] = [c for c in await states(conn, proposal_id) if c.id == target.id]
+        await reports.checked(
+            uow.conn, topology, check, "manual", detail=f"{verdict} by {operator}"
+        )
+        [resolved] = [c for c in await states(uow.conn, proposal_id) if c.id == target.id]
     metrics.OPERATOR_RESOLUTIONS.labels(verdict).inc()
     return resolved, outcome
 

@@ -1,14 +1,10 @@
 """PostgreSQL access: one async engine per process, SQLAlchemy Core on asyncpg.
 
 Core, not ORM sessions, on every hot path (see ``shared/notes/dependencies.md``: sessions
-reached a fraction of Core's throughput here). ``transaction`` is the unit of work: one
-connection, one transaction, committed on success, rolled back on error.
+reached a fraction of Core's throughput here). The unit of work is ``unit_of_work``.
 """
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -35,12 +31,6 @@ def create_engine(settings: DatabaseSettings, *, application_name: str = "signof
 def asyncpg_dsn(url: str) -> str:
     """The plain ``postgresql://`` DSN asyncpg wants (LISTEN connections, bulk loaders)."""
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-@asynccontextmanager
-async def transaction(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-    async with engine.begin() as conn:
-        yield conn
 
 
 async def db_now(conn: AsyncConnection) -> object:
