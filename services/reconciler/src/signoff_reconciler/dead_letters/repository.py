@@ -17,25 +17,6 @@ _COLUMNS = (
 
 
 @dataclass(frozen=True, slots=True)
-class DeadLetter:
-    id: int
-    queue: str
-    reason: str
-    detail: str | None
-    deliveries: int | None
-    message_id: str | None
-    message_type: str | None
-    correlation_id: str | None
-    content_type: str | None
-    body: bytes
-    headers: dict[str, Any]
-    dead_at: datetime
-    replayed_at: datetime | None
-    replayed_by: str | None
-    replay_note: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class NewLetter:
     """A letter to archive, its headers already redacted and made JSON."""
 
@@ -49,6 +30,17 @@ class NewLetter:
     content_type: str | None
     body: bytes
     headers: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeadLetter(NewLetter):
+    """An archived letter, and its replay if it had one."""
+
+    id: int
+    dead_at: datetime
+    replayed_at: datetime | None
+    replayed_by: str | None
+    replay_note: str | None
 
 
 async def insert(conn: AsyncConnection, letter: NewLetter) -> bool:
