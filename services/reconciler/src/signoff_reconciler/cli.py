@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError
 
 from signoff_reconciler import operators
 from signoff_reconciler.dead_letters import replay as replaying
-from signoff_reconciler.dead_letters import repository as letters
+from signoff_reconciler.dead_letters import repository as archived
 from signoff_reconciler.dead_letters.replay import ReplayRefused
 from signoff_reconciler.dead_letters.repository import DeadLetter
 from signoff_reconciler.operators import OperatorRefused, Verdict
@@ -103,7 +103,7 @@ def list_letters(
     """Archived dead letters, oldest first (not yet replayed, unless --all)."""
     letters = _run(
         ReconcilerSettings(),
-        lambda engine: letters.listing(engine, queue=queue, replayed=show_all, limit=limit),
+        lambda engine: archived.listing(engine, queue=queue, replayed=show_all, limit=limit),
     )
     if as_json:
         typer.echo(json.dumps([_letter_json(letter) for letter in letters], indent=2))
@@ -124,7 +124,7 @@ def show(
     letter_id: int = typer.Argument(..., help="The dead letter's id (from dlq list)."),
 ) -> None:
     """One archived dead letter in full, as JSON (bearer tokens redacted)."""
-    letter = _run(ReconcilerSettings(), lambda engine: letters.one(engine, letter_id))
+    letter = _run(ReconcilerSettings(), lambda engine: archived.one(engine, letter_id))
     if letter is None:
         typer.echo(f"not_found: no dead letter {letter_id}", err=True)
         raise typer.Exit(1)
