@@ -34,20 +34,21 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AnyOperation, AttemptRef, Directory
 from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, TerminalFailure
 from signoff_contracts.v1 import ExecutionContract
-from signoff_runtime import execution, signing
+from signoff_runtime import execution, signing, unit_of_work
 from signoff_runtime.consumer import PermanentError
 from signoff_runtime.execution import Admitted, External
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.settings import ContractVerifyingSettings
 from signoff_runtime.topology import Topology
+from signoff_runtime.transient import is_transient
 from signoff_runtime.unsafe import DirectPublisher
+from signoff_runtime.validation import summary
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff_executor import domain, metrics, outbox, repository, unit_of_work
+from signoff_executor import domain, metrics, outbox, repository
 from signoff_executor.authorization import approver_still_authorized
 from signoff_executor.domain import Attempting, Concluded, Duplicate, Step
-from signoff_executor.errors import is_transient
 
 log = structlog.get_logger(__name__)
 R = TypeVar("R")
@@ -285,7 +286,7 @@ class _ContractLedger:
 def _unparseable(exc: Exception) -> TerminalFailure:
     """Stored arguments that no longer parse: logged in full, shown only as a correlation id."""
     correlation_id = new_id("cor")
-    errors = domain.validation_summary(exc) if isinstance(exc, ValidationError) else []
+    errors = summary(exc) if isinstance(exc, ValidationError) else ""
     log.error(
         "contract.arguments_invalid",
         correlation_id=correlation_id,

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 from signoff_contracts.status import ProposalStatus
+from signoff_runtime.unit_of_work import unit_of_work
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import repository as repo
@@ -38,7 +39,7 @@ Loop = Callable[[], Awaitable[None]]
 
 
 async def expire_once(ctx: Context) -> int:
-    async with repo.unit_of_work(ctx.engine) as tx:
+    async with unit_of_work(ctx.engine) as tx:
         rows = await repo.expire_due(tx, ctx.settings.proposals.expiry_batch)
         for row in rows:
             await repo.write_audit(
@@ -59,7 +60,7 @@ async def expire_once(ctx: Context) -> int:
 
 async def republish_once(ctx: Context) -> int:
     group = ctx.settings.proposals
-    async with repo.unit_of_work(ctx.engine) as tx:
+    async with unit_of_work(ctx.engine) as tx:
         rows = await repo.take_stuck(
             tx, group.stuck_batch, group.stuck_after_s, group.stuck_backoff_max_s
         )

@@ -32,11 +32,11 @@ from signoff_contracts.v1 import Envelope, ExecutionContract
 from signoff_proposals.app import create_app
 from signoff_proposals.context import Context
 from signoff_proposals.decisions import decide
-from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.settings import UnsafeSettings
 from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import unit_of_work
 from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -176,7 +176,7 @@ async def test_an_approvals_contract_and_the_outbox(running: Running, amqp_url: 
     other = await service.pending(org)
     crash = DiesAfterCommit()
     dying = dataclasses.replace(ctx, direct=crash if unsafe else None)
-    async with repo.unit_of_work(ctx.engine) as tx:
+    async with unit_of_work(ctx.engine) as tx:
         reply = await decide.approve(dying, tx, await service.approver(org), other)
 
     assert reply.result == "claimed" and (await service.row(other)).status == "executing"

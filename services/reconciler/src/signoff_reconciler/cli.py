@@ -27,10 +27,14 @@ from signoff_runtime.registry import load_operations
 from signoff_runtime.topology import Topology
 from sqlalchemy.exc import DBAPIError
 
-from signoff_reconciler import dead_letters, operators
-from signoff_reconciler.dead_letters import DeadLetter, ReplayRefused
-from signoff_reconciler.operators import CheckState, OperatorRefused, Verdict
+from signoff_reconciler import operators
+from signoff_reconciler.dead_letters import replay as replaying
+from signoff_reconciler.dead_letters import repository as archived
+from signoff_reconciler.dead_letters.replay import ReplayRefused
+from signoff_reconciler.dead_letters.repository import DeadLetter
+from signoff_reconciler.operators import OperatorRefused, Verdict
 from signoff_reconciler.redaction import redact, redact_body, redact_text
+from signoff_reconciler.repository import CheckState
 from signoff_reconciler.settings import ReconcilerSettings
 
 T = TypeVar("T")
@@ -99,7 +103,7 @@ def list_letters(
     """Archived dead letters, oldest first (not yet replayed, unless --all)."""
     letters = _run(
         ReconcilerSettings(),
-        lambda engine: dead_letters.listing(engine, queue=queue, replayed=show_all, limit=limit),
+        lambda engine: archived.listing(engine, queue=queue, replayed=show_all, limit=limit),
     )
     if as_json:
         typer.echo(json.dumps([_letter_json(letter) for letter in letters], indent=2))
@@ -120,7 +124,7 @@ def show(
     letter_id: int = typer.Argument(..., help="The dead letter's id (from dlq list)."),
 ) -> None:
     """One archived dead letter in full, as JSON (bearer tokens redacted)."""
-    letter = _run(ReconcilerSettings(), lambda engine: dead_letters.one(engine, letter_id))
+    letter = _run(ReconcilerSettings(), lambda engine: archived.one(engine, letter_id))
     if letter is None:
         typer.echo(f"not_found: no dead letter {letter_id}", err=True)
         raise typer.Exit(1)
@@ -138,7 +142,7 @@ def replay(
     topology = Topology(settings.amqp.prefix, settings.amqp.delivery_limit)
     letter = _run(
         settings,
-        lambda engine: dead_letters.replay(
+        lambda engine: replaying.replay(
             engine,
             settings.amqp.url,
             topology,

@@ -31,3 +31,8 @@ OUTBOX_OLDEST_UNSENT = Gauge(
     "Age of the oldest unsent outbox row (0 when none), by schema, by the database clock.",
     ["schema"],
 )
+COMMITS_IN_DOUBT = Counter(
+    "signoff_commits_in_doubt_total",
+    "COMMITs that failed without an answer, by what asking the database afterwards found.",
+    ["resolution"],
+)

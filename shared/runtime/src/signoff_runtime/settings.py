@@ -36,6 +36,7 @@ from signoff_runtime.key_settings import (
 )
 from signoff_runtime.retention import RetentionSettings
 from signoff_runtime.topology import ROLES, Role
+from signoff_runtime.validation import field_errors
 
 __all__ = [
     "AmqpSettings",
@@ -310,10 +311,10 @@ def load(settings_class: type[S], service: str) -> S:
 def refusals(exc: ValidationError) -> list[str]:
     """Each error as the environment variable it concerns and what is wrong with it."""
     lines = []
-    for error in exc.errors(include_url=False, include_input=False):
-        message = str(error["msg"]).removeprefix("Value error, ")
-        location = "__".join(str(part) for part in error["loc"]).upper()
-        if error["type"] == "value_error":
+    for error in field_errors(exc, limit=100):
+        message = error.message.removeprefix("Value error, ")
+        location = "__".join(error.loc).upper()
+        if error.type == "value_error":
             lines.append(message)
         else:
             lines.append(f"SIGNOFF_{location}: {message}" if location else message)

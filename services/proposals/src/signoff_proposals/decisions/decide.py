@@ -28,6 +28,8 @@ from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, Claims, TokenInvalid, verify_token_async
+from signoff_runtime.unit_of_work import UnitOfWork
+from signoff_runtime.validation import summary
 from sqlalchemy import Row
 
 from signoff_proposals.context import Context
@@ -47,7 +49,9 @@ class Admitted:
     row: Row[Any]
 
 
-async def approve(ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str) -> ApprovalReply:
+async def approve(
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str
+) -> ApprovalReply:
     admitted = await admit(ctx, tx, token, proposal_id, "approve")
     if isinstance(admitted, ApprovalReply):
         return admitted
@@ -67,7 +71,7 @@ async def approve(ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str
 
 
 async def decline(
-    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, reason: str | None = None
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str, reason: str | None = None
 ) -> ApprovalReply:
     admitted = await admit_pending(ctx, tx, token, proposal_id, "decline")
     if isinstance(admitted, ApprovalReply):
@@ -83,7 +87,7 @@ async def decline(
 
 
 async def admit_pending(
-    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, command: str
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str, command: str
 ) -> Admitted | ApprovalReply:
     """``admit``, then the status table and the expiry: the person and a still-pending,
     unexpired proposal, or the reply that ends the command (decline, withdraw)."""
@@ -100,7 +104,7 @@ async def admit_pending(
 
 async def end_pending(
     ctx: Context,
-    tx: repo.Tx,
+    tx: UnitOfWork,
     admitted: Admitted,
     to: ProposalStatus,
     reason: str | None,
@@ -136,7 +140,7 @@ async def end_pending(
 
 
 async def admit(
-    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, command: str
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str, command: str
 ) -> Admitted | ApprovalReply:
     try:
         claims = await verify_token_async(ctx.settings.auth, token, audience=PROPOSALS_AUDIENCE)
@@ -161,7 +165,7 @@ async def admit(
     return Admitted(claims, member, row)
 
 
-async def _claim(ctx: Context, tx: repo.Tx, admitted: Admitted) -> ApprovalReply:
+async def _claim(ctx: Context, tx: UnitOfWork, admitted: Admitted) -> ApprovalReply:
     group = ctx.settings.proposals
     # SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS (tests only): any status will do
     unsafe = ctx.settings.unsafe.claim_without_status
@@ -195,7 +199,7 @@ async def _claim(ctx: Context, tx: repo.Tx, admitted: Admitted) -> ApprovalReply
     return reply(domain.CLAIMED, claimed)
 
 
-async def after_lost_claim(ctx: Context, tx: repo.Tx, proposal_id: str) -> ApprovalReply:
+async def after_lost_claim(ctx: Context, tx: UnitOfWork, proposal_id: str) -> ApprovalReply:
     """The conditional UPDATE matched nothing (or the row had lapsed): answer from the row now.
 
     A lapsed pending row is marked expired on the spot; the sweeper would do the same later.
@@ -224,7 +228,7 @@ async def after_lost_claim(ctx: Context, tx: repo.Tx, proposal_id: str) -> Appro
 
 
 async def _fail_unparseable(
-    ctx: Context, tx: repo.Tx, admitted: Admitted, exc: Exception
+    ctx: Context, tx: UnitOfWork, admitted: Admitted, exc: Exception
 ) -> ApprovalReply:
     """The stored contract can no longer be read as its operation's ``Arguments``: it fails.
 
@@ -270,7 +274,7 @@ async def _fail_unparseable(
     return reply(domain.ALREADY_COMPLETED, failed)
 
 
-async def forbidden(tx: repo.Tx, admitted: Admitted, command: str) -> ApprovalReply:
+async def forbidden(tx: UnitOfWork, admitted: Admitted, command: str) -> ApprovalReply:
     await repo.write_audit(
         tx,
         admitted.row.id,
@@ -316,8 +320,4 @@ def scope_of(row: Row[Any]) -> Scope:
 
 
 def _summary(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['type']}" for err in exc.errors()[:10]
-        )
-    return type(exc).__name__
+    return summary(exc) if isinstance(exc, ValidationError) else type(exc).__name__

@@ -26,6 +26,7 @@ from signoff_contracts.reasons import Reason
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime.registry import UnknownOperation
+from signoff_runtime.unit_of_work import UnitOfWork
 
 from signoff_proposals.context import Context
 from signoff_proposals.decisions import decide
@@ -63,7 +64,7 @@ def answer_for_revision(status: ProposalStatus) -> Answer | None:
 
 
 async def revise(
-    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, request: dict[str, Any]
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str, request: dict[str, Any]
 ) -> ApprovalReply:
     admitted = await decide.admit(ctx, tx, token, proposal_id, "revise")
     if isinstance(admitted, ApprovalReply):
@@ -103,7 +104,7 @@ async def revise(
 
 
 async def _supersede(
-    ctx: Context, tx: repo.Tx, admitted: decide.Admitted, new: repo.NewProposal
+    ctx: Context, tx: UnitOfWork, admitted: decide.Admitted, new: repo.NewProposal
 ) -> ApprovalReply:
     old_row = admitted.row
     old = await repo.transition(

@@ -30,6 +30,7 @@ from signoff_contracts.v1 import ProposalRequestReply
 from signoff_contracts.v2 import ProposalRequested
 from signoff_runtime import tracing
 from signoff_runtime.registry import UnknownOperation
+from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work
 
 from signoff_proposals.context import Context
 from signoff_proposals.intake import identity, quotas, resolving
@@ -42,14 +43,14 @@ log = structlog.get_logger(__name__)
 
 async def store(ctx: Context, msg: ProposalRequested) -> ProposalRequestReply:
     try:
-        async with repo.unit_of_work(ctx.engine) as tx:
+        async with unit_of_work(ctx.engine) as tx:
             row = await _resolve_and_store(ctx, tx, msg)
     except (identity.NotIdentified, Refused) as exc:
         return refused(msg.proposal_id, msg.message_id, exc.refusal, exc.reason)
     return accepted(msg.proposal_id, msg.message_id, row)
 
 
-async def _resolve_and_store(ctx: Context, tx: repo.Tx, msg: ProposalRequested) -> Any:
+async def _resolve_and_store(ctx: Context, tx: UnitOfWork, msg: ProposalRequested) -> Any:
     try:
         op = ctx.operations.get(msg.operation_kind, msg.contract_version)
     except UnknownOperation:
@@ -95,7 +96,12 @@ async def _resolve_and_store(ctx: Context, tx: repo.Tx, msg: ProposalRequested) 
 
 
 async def insert(
-    ctx: Context, tx: repo.Tx, new: repo.NewProposal, *, causation_id: str, detail: dict[str, Any]
+    ctx: Context,
+    tx: UnitOfWork,
+    new: repo.NewProposal,
+    *,
+    causation_id: str,
+    detail: dict[str, Any],
 ) -> Any:
     """Store ``new`` (quota-checked, audited, announced); the stored copy if its id exists."""
     op = ctx.operations.get(new.operation_kind, new.contract_version)
@@ -140,7 +146,7 @@ def _take_rate(ctx: Context, person: identity.Person) -> None:
         )
 
 
-async def _check_quota(ctx: Context, tx: repo.Tx, new: repo.NewProposal) -> None:
+async def _check_quota(ctx: Context, tx: UnitOfWork, new: repo.NewProposal) -> None:
     group = ctx.settings.proposals
     excess = await quotas.excess(
         tx.conn,

@@ -20,11 +20,12 @@ from signoff_runtime import outbox as runtime_outbox
 from signoff_runtime import tracing
 from signoff_runtime.signing import sign
 from signoff_runtime.topology import ROUTING_KEYS
+from signoff_runtime.unit_of_work import UnitOfWork
 from sqlalchemy import Row, text
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle.domain import EventName, routing_key
-from signoff_proposals.lifecycle.repository import Tx, view, write_audit
+from signoff_proposals.lifecycle.repository import view, write_audit
 from signoff_proposals.tables import outbox
 
 SOURCE = "proposals"
@@ -44,7 +45,7 @@ class AuditEntry:
 
 async def together(
     ctx: Context,
-    tx: Tx,
+    tx: UnitOfWork,
     entry: AuditEntry,
     event: EventName,
     row: Row[Any],
@@ -144,7 +145,7 @@ def _together_sql(messages: int, first_is_contract: bool) -> Any:
 
 
 async def announce(
-    ctx: Context, tx: Tx, event: EventName, row: Row[Any], causation_id: str | None = None
+    ctx: Context, tx: UnitOfWork, event: EventName, row: Row[Any], causation_id: str | None = None
 ) -> None:
     message = ProposalEvent(
         event=event,
@@ -186,7 +187,7 @@ def contract_for(ctx: Context, row: Row[Any]) -> ExecutionContract:
     return sign(contract, ctx.settings.contracts)
 
 
-async def send_contract(ctx: Context, tx: Tx, contract: ExecutionContract) -> None:
+async def send_contract(ctx: Context, tx: UnitOfWork, contract: ExecutionContract) -> None:
     """The contract carries the trace of the turn that proposed it, not the approver's."""
     origin = await tx.conn.scalar(
         text(
@@ -213,7 +214,7 @@ async def send_contract(ctx: Context, tx: Tx, contract: ExecutionContract) -> No
 
 def _publish_after_commit(
     ctx: Context,
-    tx: Tx,
+    tx: UnitOfWork,
     message: Envelope,
     exchange: str,
     key: str,
@@ -222,4 +223,6 @@ def _publish_after_commit(
     """The negative control: no outbox row, one best-effort publish once the transaction commits."""
     direct, name = ctx.direct, ctx.topology.name(exchange)
     assert direct is not None
-    tx.defer(lambda: direct.publish(message, exchange=name, routing_key=key, headers=headers))
+    tx.after_commit(
+        lambda: direct.publish(message, exchange=name, routing_key=key, headers=headers)
+    )

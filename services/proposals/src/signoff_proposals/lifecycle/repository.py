@@ -12,9 +12,8 @@ long enough to claim a proposal just after it expired.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any, cast
@@ -22,48 +21,17 @@ from typing import Any, cast
 from signoff_contracts.outcomes import outcome_adapter
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import AuditEntry, ProposalView
+from signoff_runtime.unit_of_work import UnitOfWork
 from sqlalchemy import DateTime, Row, Table, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_proposals.lifecycle import metrics as lifecycle_metrics
-from signoff_proposals.metrics import TRANSITIONS
+from signoff_proposals.metrics import count_transition
 from signoff_proposals.tables import audit, proposals
 
 #: the database clock at this statement (see the module docstring)
 DB_CLOCK = func.statement_timestamp(type_=DateTime(timezone=True))
-
-
-@dataclass
-class Tx:
-    """One transaction, and the metrics to count once it has committed."""
-
-    conn: AsyncConnection
-    counted: list[tuple[str, str]] = field(default_factory=list)
-    timed: list[tuple[Any, dict[str, str], float]] = field(default_factory=list)
-    #: publishes to make once committed; only ``SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX`` adds any
-    deferred: list[Callable[[], Awaitable[None]]] | None = None
-
-    def count(self, kind: str, status: ProposalStatus) -> None:
-        self.counted.append((kind, status.value))
-
-    def defer(self, publish: Callable[[], Awaitable[None]]) -> None:
-        if self.deferred is None:
-            self.deferred = []
-        self.deferred.append(publish)
-
-
-@asynccontextmanager
-async def unit_of_work(engine: AsyncEngine) -> AsyncIterator[Tx]:
-    async with engine.begin() as conn:
-        tx = Tx(conn)
-        yield tx
-    for kind, status in tx.counted:
-        TRANSITIONS.labels(kind=kind, status=status).inc()
-    for histogram, labels, seconds in tx.timed:
-        histogram.labels(**labels).observe(seconds)
-    for publish in tx.deferred or ():
-        await publish()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +51,7 @@ class NewProposal:
     preview: dict[str, Any]
 
 
-async def insert_proposal(tx: Tx, msg: NewProposal, ttl: timedelta) -> Row[Any] | None:
+async def insert_proposal(tx: UnitOfWork, msg: NewProposal, ttl: timedelta) -> Row[Any] | None:
     """Store ``msg`` as pending; ``None`` if a proposal with its id exists (a duplicate)."""
     stmt = (
         pg_insert(proposals)
@@ -107,7 +75,7 @@ async def insert_proposal(tx: Tx, msg: NewProposal, ttl: timedelta) -> Row[Any] 
     )
     row = (await tx.conn.execute(stmt)).first()
     if row is not None:
-        tx.count(msg.operation_kind, ProposalStatus.PENDING)
+        count_transition(tx, msg.operation_kind, ProposalStatus.PENDING)
     return row
 
 
@@ -145,7 +113,7 @@ async def lock_delivered(
 
 
 async def transition(
-    tx: Tx,
+    tx: UnitOfWork,
     proposal_id: str,
     *,
     expected: Collection[ProposalStatus],
@@ -170,14 +138,15 @@ async def transition(
         stmt = stmt.where(proposals.c.organization_id == organization_id)
     row = (await tx.conn.execute(stmt)).first()
     if row is not None:
-        tx.count(row.operation_kind, to)
+        count_transition(tx, row.operation_kind, to)
         observed = lifecycle_metrics.latency(row, to)
         if observed is not None:
-            tx.timed.append(observed)
+            histogram, labels, seconds = observed
+            tx.after_commit(lambda: histogram.labels(**labels).observe(seconds))
     return row
 
 
-async def expire_due(tx: Tx, batch: int) -> Sequence[Row[Any]]:
+async def expire_due(tx: UnitOfWork, batch: int) -> Sequence[Row[Any]]:
     """Mark up to ``batch`` lapsed pending proposals expired (skipping rows others hold)."""
     rows = (
         await tx.conn.execute(
@@ -192,12 +161,12 @@ async def expire_due(tx: Tx, batch: int) -> Sequence[Row[Any]]:
         )
     ).all()
     for row in rows:
-        tx.count(row.operation_kind, ProposalStatus.EXPIRED)
+        count_transition(tx, row.operation_kind, ProposalStatus.EXPIRED)
     return rows
 
 
 async def take_stuck(
-    tx: Tx, batch: int, after_s: float, max_backoff_s: float
+    tx: UnitOfWork, batch: int, after_s: float, max_backoff_s: float
 ) -> Sequence[Row[Any]]:
     """Executing proposals quiet past their bound whose last contract copy has been sent.
 
@@ -223,7 +192,7 @@ async def take_stuck(
 
 
 async def write_audit(
-    tx: Tx,
+    tx: UnitOfWork,
     proposal_id: str,
     *,
     actor: str,

@@ -16,6 +16,7 @@ import structlog
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import OutcomeReported
 from signoff_runtime.consumer import PermanentError
+from signoff_runtime.unit_of_work import unit_of_work
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain
@@ -28,7 +29,7 @@ log = structlog.get_logger(__name__)
 
 async def record(ctx: Context, msg: OutcomeReported) -> bool:
     """Apply ``msg``; ``True`` if the proposal moved."""
-    async with repo.unit_of_work(ctx.engine) as tx:
+    async with unit_of_work(ctx.engine) as tx:
         first, current = await repo.lock_delivered(tx.conn, msg.message_id, msg.proposal_id)
         if current is None:
             raise PermanentError("unknown_proposal", f"proposal_id={msg.proposal_id}")

@@ -40,12 +40,12 @@ from signoff_contracts.v1 import (
 from signoff_contracts.v2 import PausePointRequested
 from signoff_runtime import outbox as runtime_outbox
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token_async
+from signoff_runtime.unit_of_work import UnitOfWork
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_proposals.context import Context
 from signoff_proposals.intake import identity, quotas
-from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.domain import HTTP_STATUS
 from signoff_proposals.lifecycle.outbox import SOURCE
 from signoff_proposals.metrics import PAUSE_POINTS
@@ -162,7 +162,7 @@ def _request_reply(
 
 
 async def resolve(
-    ctx: Context, tx: repo.Tx, token: str | None, pause_point_id: str, answer: Resolution
+    ctx: Context, tx: UnitOfWork, token: str | None, pause_point_id: str, answer: Resolution
 ) -> ApprovalReply:
     try:
         claims = await verify_token_async(ctx.settings.auth, token, audience=PROPOSALS_AUDIENCE)

@@ -29,6 +29,8 @@ from signoff_runtime.members import current_member
 from signoff_runtime.problems import Problem, problem_response
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import AGENT_AUDIENCE, bearer
+from signoff_runtime.unit_of_work import unit_of_work
+from signoff_runtime.validation import problem_errors
 
 from signoff_agent import repository as repo
 from signoff_agent.proposing import NotStored, OnBehalf, ProposalsUnavailable, Proposer
@@ -42,13 +44,6 @@ class ProposeBody(BaseModel):
 
     resource_id: str = Field(min_length=1, max_length=128)
     request: dict[str, Any]
-
-
-def _errors(exc: ValidationError) -> list[dict[str, Any]]:
-    return [
-        {"loc": [str(p) for p in err["loc"]], "msg": err["msg"], "type": err["type"]}
-        for err in exc.errors(include_input=False, include_url=False)
-    ][:20]
 
 
 @router.post("/v1/operations/{kind}/propose", status_code=201)
@@ -71,14 +66,14 @@ async def propose(
     except UnknownOperation:
         raise Problem(404, "unknown_operation", f"No operation is called {kind!r}.") from None
     proposal_id = first = digest = None
-    async with proposer.engine.begin() as conn:  # one connection for the caller and the key
+    async with unit_of_work(proposer.engine) as uow:  # one connection for the caller and the key
         member = await current_member(
-            proposer.auth, proposer.directory, conn, authorization, audience=AGENT_AUDIENCE
+            proposer.auth, proposer.directory, uow.conn, authorization, audience=AGENT_AUDIENCE
         )
         if idempotency_key is not None:
             digest = _digest(kind, body)
             proposal_id, first = await repo.keyed_proposal(
-                conn, member.organization_id, member.user_id, idempotency_key, digest
+                uow.conn, member.organization_id, member.user_id, idempotency_key, digest
             )
     if first != digest:
         raise Problem(
@@ -93,7 +88,7 @@ async def propose(
             422,
             "invalid_request",
             "The request does not fit the operation.",
-            errors=_errors(exc),
+            errors=problem_errors(exc),
         ) from None
     try:
         created = await proposer.propose(

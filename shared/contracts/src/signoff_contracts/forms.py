@@ -1,7 +1,8 @@
 """The form a ``data_entry`` pause point asks a person to fill in: a FLAT subset of JSON Schema.
 
 A card has to render the form and the proposals service has to check what comes back, both
-without a general JSON Schema engine and without surprises, so only this shape is accepted::
+without a general JSON Schema engine and without surprises, so only this shape is accepted (the
+agent refuses any other before it asks, by the same check: ``pause_requests``)::
 
     {
       "type": "object",
@@ -20,7 +21,7 @@ without a general JSON Schema engine and without surprises, so only this shape i
 
 No field may ask for a secret or payment credential (a password, PIN, card number, CVV, IBAN,
 social security number, token, API key…; ``format: password``; ``writeOnly``): refused with why
-``secret_field`` by the rule of ``signoff_contracts.secret_fields``, the same the agent applies.
+``secret_field`` by the rule of ``signoff_contracts.secret_fields``.
 
 Nothing else: no nesting (``object``/``array`` fields), no ``$ref``, no other keywords, no extra
 top-level keys. The submitted data must be an object holding only declared fields, every

@@ -31,6 +31,7 @@ from signoff_runtime.problems import Problem, problem_response
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.tokens import AGENT_AUDIENCE, bearer
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -105,11 +106,11 @@ async def open_conversation(
     scope = Scope(
         organization_id=member.organization_id, section=body.section, resource_id=body.resource_id
     )
-    async with agent.engine.begin() as conn:
-        if not await assistant.exists(conn, scope):
+    async with unit_of_work(agent.engine) as uow:
+        if not await assistant.exists(uow.conn, scope):
             raise Problem(404, "resource_not_found", f"No such {assistant.resource}.")
         row = await repo.create_conversation(
-            conn, member.organization_id, member.user_id, body.section, body.resource_id
+            uow.conn, member.organization_id, member.user_id, body.section, body.resource_id
         )
     view = views.conversation(row, [], [], member.locale, agent.operations)
     return JSONResponse(view, status_code=201, headers={"Location": f"/v1/conversations/{row.id}"})
