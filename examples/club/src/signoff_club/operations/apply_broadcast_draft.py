@@ -161,6 +161,8 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
     Arguments = DraftArguments
     Preview = DraftPreview
     Result = DraftResult
+    #: what an approval policy may test ("audience_count > …": docs, README "Approval policies")
+    policy_facts: ClassVar[tuple[str, ...]] = ("audience_count",)
     reasons = REASONS
 
     async def resolve(

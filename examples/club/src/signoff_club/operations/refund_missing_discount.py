@@ -350,6 +350,8 @@ class RefundMissingDiscount(
     Arguments = RefundArguments
     Preview = RefundPreview
     Result = RefundResult
+    #: what an approval policy may test ("amount_cents > …": docs, README "Approval policies")
+    policy_facts: ClassVar[tuple[str, ...]] = ("amount_cents",)
     reasons = REASONS
 
     def __init__(self, settings: ClubSettings | None = None) -> None:
