@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.responses import JSONResponse
-from signoff_contracts.v1 import ApprovalReply
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime import members
 from signoff_runtime.problems import Problem
 
