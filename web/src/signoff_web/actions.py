@@ -17,13 +17,13 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from signoff_contracts.v1 import (
     ApprovalCommand,
-    ApprovalReply,
     ApproveProposal,
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
     WithdrawProposal,
 )
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.registry import UnknownOperation
 
 from signoff_web import cards

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from faststream.exceptions import FastStreamException
 from faststream.rabbit import RabbitBroker
 from signoff_contracts.ids import new_id
-from signoff_contracts.v1 import ApprovalCommand, ApprovalReply
+from signoff_contracts.v1 import ApprovalCommand
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 
 

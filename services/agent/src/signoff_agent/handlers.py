@@ -85,7 +85,7 @@ class Consumers:
             if not await first_delivery(conn, inbox, event.message_id):
                 HANDBACKS.labels(event=event.event, written="duplicate").inc()
                 return
-            written = await handback.apply(conn, event)
+            written = await handback.apply(conn, event, self.turns.directory)
         HANDBACKS.labels(event=event.event, written=str(written).lower()).inc()
 
     async def pause_point_resolved(self, event: PausePointResolved) -> None:

@@ -52,7 +52,7 @@ from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_executor import domain, metrics, outbox, repository, unit_of_work
-from signoff_executor.authorization import approver_still_authorized
+from signoff_executor.authorization import unauthorized_approver
 from signoff_executor.domain import Attempting, Concluded, Duplicate, Step
 from signoff_executor.errors import is_transient
 
@@ -148,11 +148,13 @@ class Executor:
             return await self._unknown_in(conn, contract, cast(External, op), row.attempt)
         if row.late:
             return await self._conclude(conn, contract, domain.stale(contract))
-        if not self._skip_authz and not await approver_still_authorized(
-            self._directory, conn, contract, op
+        if not self._skip_authz and (
+            removed := await unauthorized_approver(self._directory, conn, contract, op)
         ):
-            log.warning("contract.approver_no_longer_authorized", approved_by=contract.approved_by)
-            return await self._conclude(conn, contract, domain.no_longer_authorized(contract))
+            log.warning("contract.approver_no_longer_authorized", approved_by=removed)
+            return await self._conclude(
+                conn, contract, domain.no_longer_authorized(contract, removed)
+            )
         try:
             arguments = op.parse_arguments(contract.arguments)
         except (ValidationError, ValueError, TypeError) as exc:

@@ -148,9 +148,7 @@ async def test_racing_approvals_of_three_managers_make_exactly_one_contract(serv
     org = new_id("org")
     pid, _ = await _two_of_two(service, org)
     tokens = [service.token(await service.member(org, "manager"), org) for _ in range(3)]
-    replies = await asyncio.gather(
-        *(service.approve_http(pid, tokens[i % 3]) for i in range(50))
-    )
+    replies = await asyncio.gather(*(service.approve_http(pid, tokens[i % 3]) for i in range(50)))
     results = [r.json().get("result") or r.json()["code"] for r in replies]
     assert results.count("claimed") == 1, results
     assert set(results) <= {"claimed", "approval_recorded", "not_approvable"}
@@ -176,7 +174,8 @@ async def test_a_policy_naming_an_undeclared_fact_is_refused(service) -> None:
         "/v1/policies", headers={"Authorization": f"Bearer {await service.approver(org)}"}
     )
     assert listed.status_code == 200
-    assert {i["operation_kind"]: i["version"] for i in listed.json()["items"]}["points.grant"] is None
+    versions = {i["operation_kind"]: i["version"] for i in listed.json()["items"]}
+    assert versions["points.grant"] is None
 
 
 async def test_only_managers_read_or_change_policies_and_changes_are_versioned(service) -> None:

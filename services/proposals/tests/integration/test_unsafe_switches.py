@@ -82,7 +82,9 @@ async def _waiting_on_the_row(engine: AsyncEngine) -> int:
             await conn.scalar(
                 text(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE proposals.proposals%'"
+                    "AND wait_event_type = 'Lock' AND (query LIKE 'UPDATE proposals.proposals%' "
+                    # an approval first locks the row for its quorum step (policies.quorum)
+                    "OR query LIKE 'SELECT%FROM proposals.proposals%FOR UPDATE%')"
                 )
             )
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Row, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -139,12 +139,11 @@ async def freeze(conn: AsyncConnection, proposal_id: str, need: Requirement) -> 
 async def lock(conn: AsyncConnection, proposal_id: str) -> Row[Any]:
     """The proposal with ``lapsed`` (past ``expires_at`` by the database clock), locked until
     the transaction ends: approvals of one proposal take their turns (``quorum``)."""
-    stmt = (
-        select(*proposals.c, (proposals.c.expires_at <= func.statement_timestamp()).label("lapsed"))
-        .where(proposals.c.id == proposal_id)
-        .with_for_update(of=proposals)
+    stmt = text(
+        "SELECT p.*, p.expires_at <= statement_timestamp() AS lapsed "
+        "FROM proposals.proposals p WHERE p.id = :id FOR UPDATE"
     )
-    return cast("Row[Any]", (await conn.execute(stmt)).one())
+    return (await conn.execute(stmt, {"id": proposal_id})).one()
 
 
 async def record(
