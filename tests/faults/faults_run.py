@@ -47,8 +47,10 @@ async def run_scenario(
     history = History()
     driver = Driver(stack, history, rng)
     cases = await driver.cases(PROPOSALS)
-    await driver.propose_all(cases[len(cases) // 2 :] if scenario.live_proposals else cases)
     run = Run(stack, driver, rng, SEED, cases, LONG)
+    if scenario.prepare is not None:
+        await scenario.prepare(run)
+    await driver.propose_all(cases[len(cases) // 2 :] if scenario.live_proposals else cases)
     await scenario.inject(run)
     settle_s = await settled(stack, cases, history, SETTLE_S)
     await quiet(stack)

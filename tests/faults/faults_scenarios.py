@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from faults_history import Case, Driver
+from faults_quorum import executed_with_quorum, quorum_races, two_approvers
 from faults_stack import FaultStack
 from pydantic import SecretStr
 from signoff_contracts.ids import new_id
@@ -81,6 +82,8 @@ class Scenario:
     #: propose half of the cases during the faults (through the agent's request-reply to the
     #: proposals service), not all of them before
     live_proposals: bool = False
+    #: runs before anything is proposed (an approval policy to freeze into the proposals)
+    prepare: Inject | None = None
 
 
 # -- 1. kill -9 executors at random points -----------------------------------------------------
@@ -430,6 +433,13 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("1-executor-kill", "kill -9 executors at random points", executor_kills),
         Scenario("2-provider", "lost, refused and late provider answers", provider_faults),
         Scenario("3-races", "double approvals, approve vs decline, expiry edge", races),
+        Scenario(
+            "3-races-quorum",
+            "two of three managers racing to approve",
+            quorum_races,
+            executed_with_quorum,
+            prepare=two_approvers,
+        ),
         Scenario(
             "4-broker",
             "RabbitMQ killed; connections closed",

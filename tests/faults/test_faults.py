@@ -19,6 +19,7 @@ SHORT = ("1-executor-kill", "2-provider", "3-races", "6-duplicates")
 #: each protection, switched off, and the scenario that must then report violations
 CONTROLS = {
     "SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS": "3-races",
+    "SIGNOFF_UNSAFE__SKIP_QUORUM": "3-races-quorum",
     "SIGNOFF_UNSAFE__NO_DEDUP": "6-duplicates",
     "SIGNOFF_UNSAFE__RANDOM_IDEMPOTENCY_KEY": "2-provider",
     "SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX": "7-relay",

@@ -226,3 +226,22 @@ async def test_a_contract_the_agent_made(running: Running) -> None:
     [contract] = await service.contracts(pid)
     # the person approved "1 point for Alice"; the contract runs 9,999 for Mallory
     assert contract["arguments"] == {"member_id": "usr_mallory", "points": 9999}
+
+
+@_switches(skip_quorum=True)
+async def test_a_two_person_proposal_and_its_quorum(running: Running) -> None:
+    """Two managers must approve: with the quorum check off, the first approval alone claims."""
+    service, unsafe = running.harness, running.context.settings.unsafe.skip_quorum
+    org = new_id("org")
+    saved = await service.set_policy(org, [{"approvals": 2}])
+    assert saved.status_code == 200, saved.text
+    pid = await service.pending(org)
+
+    resp = await service.approve_http(pid, await service.approver(org))
+
+    contracts = await service.contracts(pid)
+    if unsafe:
+        assert resp.json()["result"] == "claimed" and len(contracts) == 1  # one approval ran it
+        assert ExecutionContract.model_validate(contracts[0]).approvers is None
+    else:
+        assert resp.json()["result"] == "approval_recorded" and contracts == []
