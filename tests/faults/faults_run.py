@@ -35,6 +35,7 @@ RESULTS: list[Report] = []
 #: the table, a ``Report`` field) its absence must cause — any other violation does not count
 CONTROLS: dict[str, tuple[str, str]] = {
     "SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS": ("3-races", "duplicate_local"),
+    "SIGNOFF_UNSAFE__SKIP_QUORUM": ("3-races-quorum", "claimed short of its quorum"),
     "SIGNOFF_UNSAFE__NO_DEDUP": ("6-duplicates", "duplicate_local"),
     "SIGNOFF_UNSAFE__RANDOM_IDEMPOTENCY_KEY": ("2-provider", "disagreeing"),
     "SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX": ("7-relay", "lost"),
@@ -61,8 +62,10 @@ async def run_scenario(
     history = History()
     driver = Driver(stack, history, rng)
     cases = await driver.cases(proposals)
-    await driver.propose_all(cases[len(cases) // 2 :] if scenario.live_proposals else cases)
     run = Run(stack, driver, rng, SEED, cases, LONG)
+    if scenario.prepare is not None:
+        await scenario.prepare(run)
+    await driver.propose_all(cases[len(cases) // 2 :] if scenario.live_proposals else cases)
     await scenario.inject(run)
     settle_s = await settled(stack, cases, history, SETTLE_S)
     await quiet(stack)

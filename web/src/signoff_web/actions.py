@@ -16,13 +16,13 @@ from urllib.parse import quote
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from signoff_contracts.v1 import (
-    ApprovalReply,
     ApproveProposal,
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
     WithdrawProposal,
 )
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.rpc import Unanswered
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from signoff_contracts.v1 import ApprovalCommand, ApprovalReply
+from signoff_contracts.v1 import ApprovalCommand
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.rpc import Requester
 from signoff_runtime.topology import Topology
 

@@ -67,7 +67,7 @@ class Consumers:
             if not await first_delivery(uow.conn, inbox, event.message_id):
                 HANDBACKS.labels(event=event.event, written="duplicate").inc()
                 return
-            written = await handback.apply(uow.conn, event)
+            written = await handback.apply(uow.conn, event, self.turns.directory)
         HANDBACKS.labels(event=event.event, written=str(written).lower()).inc()
 
     async def pause_point_resolved(self, event: PausePointResolved) -> None:

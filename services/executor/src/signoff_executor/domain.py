@@ -80,10 +80,11 @@ def stale(contract: ExecutionContract) -> RevisionRequired:
     )
 
 
-def no_longer_authorized(contract: ExecutionContract) -> RevisionRequired:
+def no_longer_authorized(contract: ExecutionContract, who: str | None = None) -> RevisionRequired:
+    """``who``: the approver who may no longer approve (``approved_by`` by default)."""
     return RevisionRequired(
         reason=Reason(
-            code=APPROVER_NO_LONGER_AUTHORIZED, params={"approved_by": contract.approved_by}
+            code=APPROVER_NO_LONGER_AUTHORIZED, params={"approved_by": who or contract.approved_by}
         )
     )
 

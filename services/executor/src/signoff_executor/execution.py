@@ -47,7 +47,7 @@ from signoff_runtime.validation import summary
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_executor import domain, metrics, outbox, repository
-from signoff_executor.authorization import approver_still_authorized
+from signoff_executor.authorization import unauthorized_approver
 from signoff_executor.domain import Attempting, Concluded, Duplicate, Step
 
 log = structlog.get_logger(__name__)
@@ -227,11 +227,13 @@ class _ContractLedger:
             return await execution.mark_unknown(cast(External, op), self, conn, row.attempt)
         if row.late:
             return await executor._conclude(conn, contract, domain.stale(contract))
-        if not executor._skip_authz and not await approver_still_authorized(
-            executor._directory, conn, contract, op
+        if not executor._skip_authz and (
+            removed := await unauthorized_approver(executor._directory, conn, contract, op)
         ):
-            log.warning("contract.approver_no_longer_authorized", approved_by=contract.approved_by)
-            return await executor._conclude(conn, contract, domain.no_longer_authorized(contract))
+            log.warning("contract.approver_no_longer_authorized", approved_by=removed)
+            return await executor._conclude(
+                conn, contract, domain.no_longer_authorized(contract, removed)
+            )
         try:
             arguments = op.parse_arguments(contract.arguments)
         except (ValidationError, ValueError, TypeError) as exc:

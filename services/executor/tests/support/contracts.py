@@ -30,6 +30,7 @@ def contract(
     execute_in_s: float = 300.0,
     key: ContractSigningSettings = SIGNING,
     approved_by: str = "usr_approver",
+    approvers: list[str] | None = None,
 ) -> ExecutionContract:
     now = datetime.now(UTC)
     proposal_id = new_id("prp")
@@ -47,6 +48,7 @@ def contract(
         approved_by=approved_by,
         approved_at=now,
         execute_by=now + timedelta(seconds=execute_in_s),
+        approvers=approvers,
     )
     return sign(unsigned, key)
 
@@ -57,6 +59,7 @@ def note(
     *,
     approved_by: str = "usr_approver",
     key: ContractSigningSettings = SIGNING,
+    approvers: list[str] | None = None,
     **extra: Any,
 ) -> ExecutionContract:
     return contract(
@@ -65,6 +68,7 @@ def note(
         resource_id=board_id,
         approved_by=approved_by,
         key=key,
+        approvers=approvers,
     )
 
 

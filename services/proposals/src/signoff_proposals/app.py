@@ -34,6 +34,7 @@ from signoff_proposals.decisions import routes as decision_routes
 from signoff_proposals.lifecycle import metrics as lifecycle_metrics
 from signoff_proposals.outcomes import routes as outcome_routes
 from signoff_proposals.pause_points import routes as pause_point_routes
+from signoff_proposals.policies import routes as policy_routes
 from signoff_proposals.settings import ProposalsSettings
 from signoff_proposals.tables import inbox, outbox
 
@@ -72,7 +73,7 @@ def create_app(
     Members(settings.auth, people, runtime.engine, PROPOSALS_AUDIENCE).install(app)
     app.state.runtime = runtime
     app.include_router(proposal_reads.router(ctx, hub))
-    for feature in (decision_routes, pause_point_routes, outcome_routes):
+    for feature in (decision_routes, pause_point_routes, outcome_routes, policy_routes):
         app.include_router(feature.router(ctx))
     app.include_router(events.router(ctx, hub))
     install_standard_routes(app, {"db": runtime.db_ok, "broker": runtime.broker_ok}, settings)

@@ -184,6 +184,9 @@ class UnsafeSettings(BaseModel):
     withdraw_anyones: bool = False
     #: anyone of the organization may answer any pause point: the owner-only rule is off
     anyone_answers_pause_points: bool = False
+    #: the approval policy's quorum is not checked: the first approval claims a proposal that
+    #: needs two (or more) distinct approvers
+    skip_quorum: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""

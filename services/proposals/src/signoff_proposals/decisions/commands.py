@@ -21,13 +21,13 @@ import structlog
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v1 import (
     ApprovalCommand,
-    ApprovalReply,
     ApproveProposal,
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
     WithdrawProposal,
 )
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token
 from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work

@@ -25,7 +25,7 @@ from signoff_contracts.operations import Actor, AnyOperation, Membership, Scope
 from signoff_contracts.outcomes import TerminalFailure
 from signoff_contracts.reasons import Reason
 from signoff_contracts.status import ProposalStatus
-from signoff_contracts.v1 import ApprovalReply
+from signoff_contracts.v2 import ApprovalCount, ApprovalReply
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, Claims, TokenInvalid, verify_token_async
 from signoff_runtime.unit_of_work import UnitOfWork
@@ -37,6 +37,9 @@ from signoff_proposals.lifecycle import domain
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.domain import Answer
 from signoff_proposals.lifecycle.outbox import SOURCE, AuditEntry, announce, contract_for, together
+from signoff_proposals.policies import domain as policy_domain
+from signoff_proposals.policies import quorum
+from signoff_proposals.policies.views import approvers_of
 
 log = structlog.get_logger(__name__)
 PENDING = ProposalStatus.PENDING
@@ -67,6 +70,14 @@ async def approve(
         return await _fail_unparseable(ctx, tx, admitted, exc)
     if not op.authorize(actor_of(admitted), scope_of(row)):
         return await forbidden(tx, admitted, "approve")
+    # the approval policy's quorum (policies.quorum says why this stays exactly-once)
+    counted = await quorum.tally(ctx, tx, row.id, actor_of(admitted))
+    if counted.lost:
+        return await after_lost_claim(ctx, tx, row.id)
+    if counted.refused is not None:
+        return await forbidden(tx, admitted, "approve", why=counted.refused)
+    if not counted.complete:
+        return reply(domain.APPROVAL_RECORDED, counted.row)
     return await _claim(ctx, tx, admitted)
 
 
@@ -82,6 +93,9 @@ async def decline(
     # that must not leave its proposals undeclinable.
     if op is not None and not op.authorize(actor_of(admitted), scope_of(row)):
         return await forbidden(tx, admitted, "decline")
+    # any eligible person's decline ends it (the proposer's too: stopping is always safe)
+    if row.approver_roles is not None and admitted.member.role not in row.approver_roles:
+        return await forbidden(tx, admitted, "decline", why=policy_domain.ROLE_NOT_COUNTED)
     detail = {"reason": reason} if reason else None
     return await end_pending(ctx, tx, admitted, ProposalStatus.DECLINED, reason, detail)
 
@@ -192,7 +206,11 @@ async def _claim(ctx: Context, tx: UnitOfWork, admitted: Admitted) -> ApprovalRe
         action="claimed",
         from_status=PENDING,
         to_status=ProposalStatus.EXECUTING,
-        detail={"contract_id": claimed.contract_id, "execute_by": claimed.execute_by.isoformat()},
+        detail={
+            "contract_id": claimed.contract_id,
+            "execute_by": claimed.execute_by.isoformat(),
+            **({"approvers": approvers} if (approvers := approvers_of(claimed)) else {}),
+        },
     )
     await together(ctx, tx, entry, "executing", claimed, contract=contract_for(ctx, claimed))
     log.info("proposal.claimed", proposal_id=claimed.id, contract_id=claimed.contract_id)
@@ -274,22 +292,30 @@ async def _fail_unparseable(
     return reply(domain.ALREADY_COMPLETED, failed)
 
 
-async def forbidden(tx: UnitOfWork, admitted: Admitted, command: str) -> ApprovalReply:
+async def forbidden(
+    tx: UnitOfWork, admitted: Admitted, command: str, why: str = "role"
+) -> ApprovalReply:
+    """Refused and audited; ``why`` other than the operation's role check (an approval policy's
+    rule) is also the reply's reason code."""
     await repo.write_audit(
         tx,
         admitted.row.id,
         actor=admitted.claims.sub,
         action=f"{command}_forbidden",
-        detail={"why": "role", "role": admitted.member.role},
+        detail={"why": why, "role": admitted.member.role},
     )
-    log.info("approval.forbidden", proposal_id=admitted.row.id, why="role")
-    return reply(domain.FORBIDDEN)
+    log.info("approval.forbidden", proposal_id=admitted.row.id, why=why)
+    return reply(domain.FORBIDDEN if why == "role" else domain.Answer("forbidden", reason=why))
 
 
 def reply(answer: Answer, row: Row[Any] | None = None) -> ApprovalReply:
     """The typed reply; a proposal is shown only to those allowed to see it."""
     shown = None if row is None else repo.view(row)
+    counts = None
+    if shown is not None and shown.requirement is not None and answer in domain.COUNTED:
+        counts = ApprovalCount(recorded=len(shown.approvals), required=shown.requirement.required)
     return ApprovalReply(
+        approvals=counts,
         result=answer.result,
         http_status=answer.status_code,
         proposal=shown,

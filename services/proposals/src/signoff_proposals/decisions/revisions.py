@@ -24,7 +24,7 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AnyOperation
 from signoff_contracts.reasons import Reason
 from signoff_contracts.status import ProposalStatus
-from signoff_contracts.v1 import ApprovalReply
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.unit_of_work import UnitOfWork
 

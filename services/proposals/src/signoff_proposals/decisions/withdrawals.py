@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from signoff_contracts.status import ProposalStatus
-from signoff_contracts.v1 import ApprovalReply
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.unit_of_work import UnitOfWork
 
 from signoff_proposals.context import Context

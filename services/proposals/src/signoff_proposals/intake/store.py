@@ -37,6 +37,7 @@ from signoff_proposals.intake import identity, quotas, resolving
 from signoff_proposals.intake.resolving import Refused
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.outbox import SOURCE, announce
+from signoff_proposals.policies import freezing
 
 log = structlog.get_logger(__name__)
 
@@ -112,6 +113,7 @@ async def insert(
         if stored is None or stored.organization_id != new.organization_id:
             raise Refused("not_stored", "proposal_id_conflict")
         return stored
+    row = await freezing.freeze(tx, op, row)
     await _check_quota(ctx, tx, new)
     await repo.write_audit(
         tx,

@@ -22,7 +22,7 @@ from signoff_contracts.status import (
     ProposalStatus,
     check_transition,
 )
-from signoff_contracts.v1 import ApprovalResult
+from signoff_contracts.v2 import ApprovalResult
 
 SYSTEM_ACTOR = "system:proposals"
 MAX_PAGE = 100
@@ -31,6 +31,7 @@ EventName = Literal["created", "decided", "executing", "outcome", "superseded", 
 
 HTTP_STATUS: dict[ApprovalResult, int] = {
     "claimed": 200,
+    "approval_recorded": 200,
     "declined": 200,
     "withdrawn": 200,
     "revised": 200,
@@ -63,6 +64,10 @@ UNAUTHENTICATED = Answer("unauthenticated")
 FORBIDDEN = Answer("forbidden")
 NOT_FOUND = Answer("not_found")
 CLAIMED = Answer("claimed")
+#: an approval counted toward its policy's quorum, which is not complete yet
+APPROVAL_RECORDED = Answer("approval_recorded")
+#: the answers that carry the approval counts
+COUNTED = (CLAIMED, APPROVAL_RECORDED)
 DECLINED = Answer("declined")
 WITHDRAWN = Answer("withdrawn")
 ALREADY_COMPLETED = Answer("already_completed", with_outcome=True)

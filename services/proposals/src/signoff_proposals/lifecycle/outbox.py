@@ -26,6 +26,7 @@ from sqlalchemy import Row, text
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle.domain import EventName, routing_key
 from signoff_proposals.lifecycle.repository import view, write_audit
+from signoff_proposals.policies.views import approvers_of
 from signoff_proposals.tables import outbox
 
 SOURCE = "proposals"
@@ -183,6 +184,7 @@ def contract_for(ctx: Context, row: Row[Any]) -> ExecutionContract:
         approved_by=row.decided_by,
         approved_at=row.decided_at,
         execute_by=row.execute_by,
+        approvers=approvers_of(row),
     )
     return sign(contract, ctx.settings.contracts)
 

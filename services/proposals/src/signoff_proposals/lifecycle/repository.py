@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_proposals.lifecycle import metrics as lifecycle_metrics
 from signoff_proposals.metrics import count_transition
+from signoff_proposals.policies.views import marks_of, requirement_of
 from signoff_proposals.tables import audit, proposals
 
 #: the database clock at this statement (see the module docstring)
@@ -278,4 +279,6 @@ def view(row: Row[Any]) -> ProposalView:
         superseded_by=row.superseded_by,
         outcome=None if row.outcome is None else outcome_adapter.validate_python(row.outcome),
         request=getattr(row, "request", None),
+        approvals=marks_of(row),
+        requirement=requirement_of(row),
     )

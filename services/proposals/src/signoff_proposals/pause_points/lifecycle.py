@@ -32,12 +32,10 @@ from pydantic import ValidationError
 from signoff_contracts.reasons import Reason
 from signoff_contracts.status import PausePointStatus
 from signoff_contracts.v1 import (
-    ApprovalReply,
-    ApprovalResult,
     PausePointRequestReply,
     PausePointResolved,
 )
-from signoff_contracts.v2 import PausePointRequested
+from signoff_contracts.v2 import ApprovalReply, ApprovalResult, PausePointRequested
 from signoff_runtime import outbox as runtime_outbox
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token_async
 from signoff_runtime.unit_of_work import UnitOfWork
