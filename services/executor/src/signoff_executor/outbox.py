@@ -11,6 +11,8 @@ ever giving the proposals service two different answers.
 
 from __future__ import annotations
 
+from typing import Any
+
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AttemptRef
 from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome
@@ -37,34 +39,32 @@ RECONCILIATION_KEY = ROUTING_KEYS["reconciler.required"]  # execution.reconcilia
 def outcome_message(
     contract: ExecutionContract, outcome: OperationOutcome, message_id: str
 ) -> OutcomeReported:
-    return OutcomeReported(
-        message_id=message_id,
-        source=SOURCE,
-        correlation_id=contract.proposal_id,
-        causation_id=contract.message_id,
-        proposal_id=contract.proposal_id,
-        contract_id=contract.contract_id,
-        operation_kind=contract.operation_kind,
-        outcome=outcome,
-        reported_by="executor",
-    )
+    return OutcomeReported(**_about(contract, message_id), outcome=outcome, reported_by="executor")
 
 
 def reconciliation_message(
     contract: ExecutionContract, attempt_id: str, message_id: str
 ) -> ReconciliationRequired:
     return ReconciliationRequired(
-        message_id=message_id,
-        source=SOURCE,
-        correlation_id=contract.proposal_id,
-        causation_id=contract.message_id,
-        proposal_id=contract.proposal_id,
-        contract_id=contract.contract_id,
+        **_about(contract, message_id),
         organization_id=contract.organization_id,
-        operation_kind=contract.operation_kind,
         contract_version=contract.contract_version,
         attempt_id=attempt_id,
     )
+
+
+def _about(contract: ExecutionContract, message_id: str) -> dict[str, Any]:
+    """The fields every message about ``contract`` carries: caused by it, correlated with its
+    proposal."""
+    return {
+        "message_id": message_id,
+        "source": SOURCE,
+        "correlation_id": contract.proposal_id,
+        "causation_id": contract.message_id,
+        "proposal_id": contract.proposal_id,
+        "contract_id": contract.contract_id,
+        "operation_kind": contract.operation_kind,
+    }
 
 
 async def conclude(

@@ -95,24 +95,17 @@ async def claim(conn: AsyncConnection, contract: ExecutionContract) -> Execution
 
 
 async def lock(conn: AsyncConnection, contract_id: str) -> Execution | None:
+    return await read(conn, contract_id, for_update=True)
+
+
+async def read(
+    conn: AsyncConnection, contract_id: str, *, for_update: bool = False
+) -> Execution | None:
     row = (
         await conn.execute(
             text(
                 f"SELECT {_COLUMNS} FROM executor.executions "  # noqa: S608 - constant columns
-                "WHERE contract_id = :cid FOR UPDATE"
-            ),
-            {"cid": contract_id},
-        )
-    ).first()
-    return _execution(row) if row is not None else None
-
-
-async def read(conn: AsyncConnection, contract_id: str) -> Execution | None:
-    row = (
-        await conn.execute(
-            text(
-                f"SELECT {_COLUMNS} FROM executor.executions "  # noqa: S608 - constant columns
-                "WHERE contract_id = :cid"
+                "WHERE contract_id = :cid" + (" FOR UPDATE" if for_update else "")
             ),
             {"cid": contract_id},
         )

@@ -21,7 +21,7 @@ from signoff_contracts import v1
 from signoff_contracts.outcomes import outcome_adapter
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ProposalView
-from sqlalchemy import DateTime, Insert, Row, Table, exists, func, insert, select, text, update
+from sqlalchemy import CTE, DateTime, Insert, Row, Table, exists, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -107,6 +107,22 @@ async def insert_proposal(tx: Tx, msg: NewProposal, ttl: timedelta) -> Row[Any] 
     if row is not None:
         tx.count(msg.operation_kind, ProposalStatus.PENDING)
     return row
+
+
+def lapsed(table: Table, *, batch: int, row_id: str | None = None) -> CTE:
+    """The ids of ``table``'s pending rows past ``expires_at`` (proposals or pause points): the
+    one named, or the ``batch`` that lapsed first, locked — skipping rows other transactions
+    hold, so several sweepers share the work."""
+    due = (
+        select(table.c.id)
+        .where(table.c.status == ProposalStatus.PENDING.value, table.c.expires_at <= DB_CLOCK)
+        .order_by(table.c.expires_at)
+        .limit(batch)
+        .with_for_update(skip_locked=row_id is None)
+    )
+    if row_id is not None:
+        due = due.where(table.c.id == row_id)
+    return due.cte("due")
 
 
 async def get(conn: AsyncConnection, proposal_id: str) -> Row[Any] | None:

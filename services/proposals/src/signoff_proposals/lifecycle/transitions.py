@@ -27,7 +27,7 @@ from typing import Any
 from signoff_contracts.status import ProposalStatus
 from signoff_runtime import tracing
 from signoff_runtime.outbox import Outgoing
-from sqlalchemy import ColumnElement, Row, select, update
+from sqlalchemy import ColumnElement, Row, update
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain, outbox
@@ -75,16 +75,7 @@ async def expire(
     """``pending → expired`` for lapsed proposals: ``proposal_id`` only, or the ``batch`` that
     lapsed first (rows held by other transactions are skipped, so replicas share the sweep)."""
     move = domain.step(PENDING, EXPIRED)
-    due = (
-        select(proposals.c.id)
-        .where(proposals.c.status == PENDING.value, *_clock(move))
-        .order_by(proposals.c.expires_at)
-        .limit(batch)
-        .with_for_update(skip_locked=proposal_id is None)
-    )
-    if proposal_id is not None:
-        due = due.where(proposals.c.id == proposal_id)
-    taken = due.cte("due")
+    taken = repo.lapsed(proposals, batch=batch, row_id=proposal_id)
     rows = await _update(tx, move, [proposals.c.id == taken.c.id], {})
     await _record(ctx, tx, move, rows, domain.SYSTEM_ACTOR, {"noticed_by": noticed_by}, None)
     return rows

@@ -19,7 +19,7 @@ from sqlalchemy import Row, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_proposals.lifecycle.repository import DB_CLOCK
+from signoff_proposals.lifecycle.repository import DB_CLOCK, lapsed
 from signoff_proposals.tables import pause_points
 
 PENDING = PausePointStatus.PENDING.value
@@ -97,16 +97,7 @@ async def expire(
 ) -> Sequence[Row[Any]]:
     """Mark lapsed pending pause points expired: ``pause_point_id`` only (a resolve noticed it
     before the sweep), or up to ``batch`` that lapsed first (skipping rows others hold)."""
-    due = (
-        select(pause_points.c.id)
-        .where(pause_points.c.status == PENDING, pause_points.c.expires_at <= DB_CLOCK)
-        .order_by(pause_points.c.expires_at)
-        .limit(batch)
-        .with_for_update(skip_locked=pause_point_id is None)
-    )
-    if pause_point_id is not None:
-        due = due.where(pause_points.c.id == pause_point_id)
-    taken = due.cte("due")
+    taken = lapsed(pause_points, batch=batch, row_id=pause_point_id)
     stmt = (
         update(pause_points)
         .where(pause_points.c.id == taken.c.id, pause_points.c.status == PENDING)
