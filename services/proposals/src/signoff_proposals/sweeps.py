@@ -21,9 +21,12 @@ typed outcome rather than as a proposal executing forever.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import structlog
+from signoff_contracts.status import ProposalStatus
+from sqlalchemy import Row, exists, func, select, update
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import outbox
@@ -33,6 +36,8 @@ from signoff_proposals.lifecycle.repository import AuditEntry
 from signoff_proposals.lifecycle.transitions import expire
 from signoff_proposals.metrics import CONTRACTS_REPUBLISHED
 from signoff_proposals.pause_points import lifecycle as pause_points
+from signoff_proposals.tables import outbox as outbox_table
+from signoff_proposals.tables import proposals
 
 log = structlog.get_logger(__name__)
 Loop = Callable[[], Awaitable[None]]
@@ -51,7 +56,7 @@ async def expire_once(ctx: Context) -> int:
 async def republish_once(ctx: Context) -> int:
     group = ctx.settings.proposals
     async with repo.unit_of_work(ctx.engine) as tx:
-        rows = await repo.take_stuck(
+        rows = await take_stuck(
             tx, group.stuck_batch, group.stuck_after_s, group.stuck_backoff_max_s
         )
         copies = [outbox.contract(ctx, row) for row in rows]
@@ -79,6 +84,43 @@ async def republish_once(ctx: Context) -> int:
             copy=row.republish_count,
         )
     return len(rows)
+
+
+async def take_stuck(
+    tx: repo.Tx, batch: int, after_s: float, max_backoff_s: float
+) -> Sequence[Row[Any]]:
+    """Executing proposals quiet past their bound whose last contract copy has been sent.
+
+    Each taken row's next look is pushed out ``after_s * 2^count`` (capped): a per-row back-off,
+    so an executor that is down for an hour gets a handful of copies, not thousands. The status
+    stays ``executing``: this is not a transition.
+    """
+    executing = ProposalStatus.EXECUTING.value
+    copy_waiting = exists().where(
+        outbox_table.c.sent_at.is_(None),
+        outbox_table.c.correlation_id == proposals.c.id,
+        outbox_table.c.message_type == "execution.contract",
+    )
+    due = (
+        select(proposals.c.id)
+        .where(proposals.c.status == executing, proposals.c.republish_after <= repo.DB_CLOCK)
+        .where(~copy_waiting)
+        .order_by(proposals.c.republish_after)
+        .limit(batch)
+        .with_for_update(of=proposals, skip_locked=True)
+        .cte("due")
+    )
+    backoff = func.least(max_backoff_s, after_s * func.power(2, proposals.c.republish_count + 1))
+    stmt = (
+        update(proposals)
+        .where(proposals.c.id == due.c.id, proposals.c.status == executing)
+        .values(
+            republish_count=proposals.c.republish_count + 1,
+            republish_after=repo.DB_CLOCK + func.make_interval(0, 0, 0, 0, 0, 0, backoff),
+        )
+        .returning(*proposals.c, repo.origin_trace())
+    )
+    return (await tx.conn.execute(stmt)).all()
 
 
 def every(name: str, interval_s: float, batch: int, once: Callable[[], Awaitable[int]]) -> Loop:

@@ -1,6 +1,6 @@
 """SQL for proposals and their audit trail (SQLAlchemy Core on the caller's connection).
 
-Reads, the insert of a new proposal, the stuck sweep's pick and the audit rows. A status never
+Reads, the insert of a new proposal, the pick of lapsed rows, and the audit rows. A status never
 changes here: that is ``transitions``, the one code that moves a proposal.
 
 The clock is ``statement_timestamp()`` (``DB_CLOCK``), not ``now()``: ``now()`` is the start of
@@ -21,12 +21,12 @@ from signoff_contracts import v1
 from signoff_contracts.outcomes import outcome_adapter
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ProposalView
-from sqlalchemy import CTE, DateTime, Insert, Row, Table, exists, func, insert, select, text, update
+from sqlalchemy import CTE, DateTime, Insert, Row, Table, func, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_proposals.metrics import TRANSITIONS
-from signoff_proposals.tables import audit, outbox, proposals
+from signoff_proposals.tables import audit, proposals
 
 #: the database clock at this statement (see the module docstring)
 DB_CLOCK = func.statement_timestamp(type_=DateTime(timezone=True))
@@ -168,43 +168,6 @@ def origin_trace() -> Any:
         .scalar_subquery()
         .label("origin_trace")
     )
-
-
-async def take_stuck(
-    tx: Tx, batch: int, after_s: float, max_backoff_s: float
-) -> Sequence[Row[Any]]:
-    """Executing proposals quiet past their bound whose last contract copy has been sent.
-
-    Each taken row's next look is pushed out ``after_s * 2^count`` (capped): a per-row back-off,
-    so an executor that is down for an hour gets a handful of copies, not thousands. The status
-    stays ``executing``: this is not a transition.
-    """
-    executing = ProposalStatus.EXECUTING.value
-    copy_waiting = exists().where(
-        outbox.c.sent_at.is_(None),
-        outbox.c.correlation_id == proposals.c.id,
-        outbox.c.message_type == "execution.contract",
-    )
-    due = (
-        select(proposals.c.id)
-        .where(proposals.c.status == executing, proposals.c.republish_after <= DB_CLOCK)
-        .where(~copy_waiting)
-        .order_by(proposals.c.republish_after)
-        .limit(batch)
-        .with_for_update(of=proposals, skip_locked=True)
-        .cte("due")
-    )
-    backoff = func.least(max_backoff_s, after_s * func.power(2, proposals.c.republish_count + 1))
-    stmt = (
-        update(proposals)
-        .where(proposals.c.id == due.c.id, proposals.c.status == executing)
-        .values(
-            republish_count=proposals.c.republish_count + 1,
-            republish_after=DB_CLOCK + func.make_interval(0, 0, 0, 0, 0, 0, backoff),
-        )
-        .returning(*proposals.c, origin_trace())
-    )
-    return (await tx.conn.execute(stmt)).all()
 
 
 @dataclass(frozen=True, slots=True)
