@@ -29,12 +29,12 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.dml import UpdateBase
 
 from signoff_runtime import tracing
+from signoff_runtime.bulk import insert_rows
 
 
 def outbox_table(metadata: MetaData, schema: str) -> Table:
@@ -110,7 +110,7 @@ def enqueue_statement(
     if not messages:
         assert change is not None, "nothing to write"
         return change
-    insert = pg_insert(table).values([_row(out) for out in messages])
+    insert = insert_rows(table, [_row(out) for out in messages])
     if resend:
         insert = insert.on_conflict_do_update(
             index_elements=[table.c.message_id], set_={"sent_at": None, "available_at": func.now()}

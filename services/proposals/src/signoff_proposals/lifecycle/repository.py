@@ -21,7 +21,8 @@ from signoff_contracts import v1
 from signoff_contracts.outcomes import outcome_adapter
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ProposalView
-from sqlalchemy import CTE, DateTime, Insert, Row, Table, func, insert, select, text
+from signoff_runtime.bulk import insert_rows
+from sqlalchemy import CTE, DateTime, Insert, Row, Table, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -184,20 +185,18 @@ class AuditEntry:
 
 def audit_insert(entries: Sequence[AuditEntry]) -> Insert:
     """The INSERT of ``entries`` (at the database clock), one statement for them all."""
-    return insert(audit).values(
-        [
-            {
-                "proposal_id": e.proposal_id,
-                "at": DB_CLOCK,
-                "actor": e.actor,
-                "action": e.action,
-                "from_status": None if e.from_status is None else str(e.from_status),
-                "to_status": None if e.to_status is None else str(e.to_status),
-                "detail": e.detail,
-            }
-            for e in entries
-        ]
-    )
+    rows = [
+        {
+            "proposal_id": e.proposal_id,
+            "actor": e.actor,
+            "action": e.action,
+            "from_status": None if e.from_status is None else str(e.from_status),
+            "to_status": None if e.to_status is None else str(e.to_status),
+            "detail": e.detail,
+        }
+        for e in entries
+    ]
+    return insert_rows(audit, rows, same={"at": DB_CLOCK})
 
 
 async def write_audit(
