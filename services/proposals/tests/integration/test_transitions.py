@@ -8,19 +8,29 @@ out of ``pending`` does not happen once the proposal has lapsed, expiry not befo
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from proposals_testdomain import build
+from proposals_testkit import enrol, proposal_request, proposer_token
 from signoff_contracts.ids import new_id
+from signoff_contracts.outcomes import Succeeded
 from signoff_contracts.status import TRANSITIONS, IllegalTransition, ProposalStatus
+from signoff_contracts.v1 import OutcomeReported
 from signoff_proposals.context import Context
+from signoff_proposals.decisions import decide
+from signoff_proposals.intake import store as intake
 from signoff_proposals.lifecycle import domain, transitions
 from signoff_proposals.lifecycle import repository as repo
-from sqlalchemy import text
+from signoff_proposals.outcomes import recording
+from signoff_runtime.tokens import issue_token
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 pytestmark = pytest.mark.integration
 S = ProposalStatus
@@ -201,3 +211,51 @@ async def test_creation_is_audited_and_announced(ctx):
         "pending",
     )
     assert event.routing_key == "proposal.created"
+
+
+@contextlib.contextmanager
+def _statements(engine: AsyncEngine) -> Iterator[list[str]]:
+    """The SQL statements sent on ``engine`` inside the block (each one round trip)."""
+    sent: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", count)
+    try:
+        yield sent
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", count)
+
+
+async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):
+    """Round trips on the hot paths: a claim is the proposal, the membership, the one UPDATE and
+    one statement of audit row + contract + event; an outcome is the inbox row with the lock, the
+    UPDATE, and audit row + event. (A performance budget: more is a regression.)"""
+    org = new_id("org")
+    proposed = await intake.store(
+        ctx, proposal_request(await proposer_token(ctx.engine, ctx.settings.auth, org))
+    )
+    assert proposed.proposal is not None
+    pid = proposed.proposal.id
+    approver = issue_token(ctx.settings.auth, await enrol(ctx.engine, org), org)
+
+    with _statements(ctx.engine) as claim:
+        async with repo.unit_of_work(ctx.engine) as tx:
+            assert (await decide.approve(ctx, tx, approver, pid)).result == "claimed"
+    assert len(claim) == 4, claim
+
+    async with ctx.engine.connect() as conn:
+        contract_id = await conn.scalar(
+            text("SELECT contract_id FROM proposals.proposals WHERE id = :i"), {"i": pid}
+        )
+    report = OutcomeReported(
+        proposal_id=pid,
+        contract_id=contract_id,
+        operation_kind="points.grant",
+        outcome=Succeeded(result={}),
+        correlation_id=pid,
+    )
+    with _statements(ctx.engine) as outcome:
+        assert await recording.record(ctx, report)
+    assert len(outcome) == 3, outcome
