@@ -38,6 +38,29 @@ from signoff_runtime.topology import Topology
 log = structlog.get_logger(__name__)
 
 
+def persistent_message(
+    body: bytes,
+    *,
+    message_id: str,
+    correlation_id: str | None,
+    message_type: str,
+    user_id: str,
+    headers: dict[str, Any],
+) -> aio_pika.Message:
+    """A message as signoff publishes one: JSON, persistent, its envelope's ids and type repeated
+    in the AMQP properties, and the sender's broker user (RabbitMQ checks it)."""
+    return aio_pika.Message(
+        body,
+        content_type="application/json",
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        message_id=message_id,
+        correlation_id=correlation_id,
+        type=message_type,
+        user_id=user_id,
+        headers=headers,
+    )
+
+
 class OutboxRelay:
     """Publishes one schema's outbox. ``run`` until cancelled."""
 
@@ -180,13 +203,11 @@ class OutboxRelay:
     async def _publish(self, row: Any) -> None:
         assert self._channel is not None
         exchange = await self._channel.get_exchange(row.exchange, ensure=False)
-        message = aio_pika.Message(
+        message = persistent_message(
             bytes(row.body),
-            content_type="application/json",
-            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
             message_id=row.message_id,
             correlation_id=row.correlation_id,
-            type=row.message_type,
+            message_type=row.message_type,
             user_id=self._user,
             headers=dict(row.headers or {}),
         )
