@@ -32,7 +32,7 @@ import structlog
 from pydantic import ValidationError
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AnyOperation, AttemptRef, Directory
-from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, TerminalFailure
+from signoff_contracts.outcomes import OperationOutcome, TerminalFailure
 from signoff_contracts.v1 import ExecutionContract
 from signoff_runtime import execution, signing, unit_of_work
 from signoff_runtime.consumer import PermanentError
@@ -146,45 +146,14 @@ class Executor:
         attempt: AttemptRef | None = None,
     ) -> Concluded:
         """Store the outcome and write its messages to the outbox, in the caller's transaction."""
-        outcome_id = new_id("msg")
-        reconciliation_id = None
-        if isinstance(outcome, NeedsReconciliation) and attempt is not None:
-            reconciliation_id = new_id("msg")
-            await outbox.add(
-                conn,
-                self._topology,
-                outbox.reconciliation_message(contract, attempt.attempt_id, reconciliation_id),
-                direct=self._direct,
-            )
-        await outbox.conclude(
-            conn,
-            self._topology,
-            contract.contract_id,
-            outcome,
-            outbox.outcome_message(contract, outcome, outcome_id),
-            reconciliation_id,
-            direct=self._direct,
-        )
+        await outbox.conclude(conn, self._topology, contract, outcome, attempt, direct=self._direct)
         return Concluded(outcome)
 
     async def _republish(
         self, conn: AsyncConnection, contract: ExecutionContract, row: repository.Execution
     ) -> None:
         """Send a finished contract's messages again, same ids (a lost outcome is healed)."""
-        assert row.outcome is not None and row.outcome_message_id is not None
-        await outbox.republish(
-            conn,
-            self._topology,
-            outbox.outcome_message(contract, row.outcome, row.outcome_message_id),
-        )
-        if row.reconciliation_message_id is not None and row.attempt is not None:
-            await outbox.republish(
-                conn,
-                self._topology,
-                outbox.reconciliation_message(
-                    contract, row.attempt.attempt_id, row.reconciliation_message_id
-                ),
-            )
+        await outbox.republish(conn, self._topology, contract, row)
 
     async def _transaction(
         self, contract: ExecutionContract, body: Callable[[AsyncConnection], Awaitable[R]]

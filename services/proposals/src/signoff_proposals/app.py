@@ -19,8 +19,8 @@ from signoff_runtime import retention, unsafe
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.members import Members
-from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
+from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.retention import inbox_rule, outbox_rule
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings

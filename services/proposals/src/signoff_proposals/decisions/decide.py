@@ -5,8 +5,9 @@ token's organization (through the domain's directory — a token outlives a memb
 proposal belongs to that organization (another organization's proposal is "not found", exactly
 like an unknown id); its status (the DESIGN table); that its stored arguments still parse into
 the operation's ``Arguments``; and the operation's ``authorize``. Only then does ONE conditional
-UPDATE claim it — and the audit row, the signed execution contract and the event are written in
-that same transaction, so a claim without its contract (or the reverse) cannot exist.
+UPDATE claim it (``transitions.transition``) — and the audit row, the signed execution contract
+and the event are written in that same transaction, so a claim without its contract (or the
+reverse) cannot exist.
 
 Refusals that concern a real proposal of the person's organization are audited. Withdrawing
 (``withdrawals``) follows the same admission.
@@ -36,10 +37,10 @@ from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.domain import Answer
-from signoff_proposals.lifecycle.outbox import SOURCE, AuditEntry, announce, contract_for, together
+from signoff_proposals.lifecycle.outbox import SOURCE
+from signoff_proposals.lifecycle.transitions import expire, transition
 from signoff_proposals.policies import domain as policy_domain
 from signoff_proposals.policies import quorum
-from signoff_proposals.policies.views import approvers_of
 
 log = structlog.get_logger(__name__)
 PENDING = ProposalStatus.PENDING
@@ -124,32 +125,24 @@ async def end_pending(
     reason: str | None,
     detail: dict[str, Any] | None,
 ) -> ApprovalReply:
-    """A person ends a pending proposal (``declined`` or ``withdrawn``): one conditional UPDATE,
-    its audit row and its ``decided`` event in the caller's transaction; executes nothing."""
-    ended = await repo.transition(
+    """A person ends a pending proposal (``declined`` or ``withdrawn``): the transition (one
+    conditional UPDATE, its audit row and its ``decided`` event); executes nothing."""
+    ended = await transition(
+        ctx,
         tx,
         admitted.row.id,
-        expected=[PENDING],
-        to=to,
-        unexpired=True,
+        source=PENDING,
+        target=to,
+        actor=admitted.claims.sub,
         values={
             "decided_by": admitted.claims.sub,
             "decided_at": repo.DB_CLOCK,
             "decline_reason": reason,
         },
+        detail=detail,
     )
     if ended is None:
         return await after_lost_claim(ctx, tx, admitted.row.id)
-    await repo.write_audit(
-        tx,
-        ended.id,
-        actor=admitted.claims.sub,
-        action=to.value,
-        from_status=PENDING,
-        to_status=to,
-        detail=detail,
-    )
-    await announce(ctx, tx, "decided", ended)
     return reply(domain.DECLINED if to is ProposalStatus.DECLINED else domain.WITHDRAWN, ended)
 
 
@@ -183,12 +176,14 @@ async def _claim(ctx: Context, tx: UnitOfWork, admitted: Admitted) -> ApprovalRe
     group = ctx.settings.proposals
     # SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS (tests only): any status will do
     unsafe = ctx.settings.unsafe.claim_without_status
-    claimed = await repo.transition(
+    claimed = await transition(
+        ctx,
         tx,
         admitted.row.id,
-        expected=list(ProposalStatus) if unsafe else [PENDING],
-        to=ProposalStatus.EXECUTING,
-        unexpired=True,
+        source=PENDING,
+        target=ProposalStatus.EXECUTING,
+        actor=admitted.claims.sub,
+        any_status=unsafe,
         values={
             "decided_by": admitted.claims.sub,
             "decided_at": repo.DB_CLOCK,
@@ -200,19 +195,6 @@ async def _claim(ctx: Context, tx: UnitOfWork, admitted: Admitted) -> ApprovalRe
     )
     if claimed is None:
         return await after_lost_claim(ctx, tx, admitted.row.id)
-    entry = AuditEntry(
-        claimed.id,
-        actor=admitted.claims.sub,
-        action="claimed",
-        from_status=PENDING,
-        to_status=ProposalStatus.EXECUTING,
-        detail={
-            "contract_id": claimed.contract_id,
-            "execute_by": claimed.execute_by.isoformat(),
-            **({"approvers": approvers} if (approvers := approvers_of(claimed)) else {}),
-        },
-    )
-    await together(ctx, tx, entry, "executing", claimed, contract=contract_for(ctx, claimed))
     log.info("proposal.claimed", proposal_id=claimed.id, contract_id=claimed.contract_id)
     return reply(domain.CLAIMED, claimed)
 
@@ -220,28 +202,15 @@ async def _claim(ctx: Context, tx: UnitOfWork, admitted: Admitted) -> ApprovalRe
 async def after_lost_claim(ctx: Context, tx: UnitOfWork, proposal_id: str) -> ApprovalReply:
     """The conditional UPDATE matched nothing (or the row had lapsed): answer from the row now.
 
-    A lapsed pending row is marked expired on the spot; the sweeper would do the same later.
+    A lapsed pending row is marked expired on the spot (``expire``, as the sweep would later).
     """
     row = await repo.get(tx.conn, proposal_id)
     assert row is not None, "proposals are never deleted"
     status = ProposalStatus(row.status)
     shown: Row[Any] = row
     if status is PENDING and row.lapsed:
-        expired = await repo.transition(
-            tx, proposal_id, expected=[PENDING], to=ProposalStatus.EXPIRED, lapsed=True
-        )
-        if expired is not None:
-            await repo.write_audit(
-                tx,
-                proposal_id,
-                actor=domain.SYSTEM_ACTOR,
-                action="expired",
-                from_status=PENDING,
-                to_status=ProposalStatus.EXPIRED,
-                detail={"noticed_by": "decision"},
-            )
-            await announce(ctx, tx, "expired", expired)
-            shown = expired
+        expired = await expire(ctx, tx, noticed_by="decision", proposal_id=proposal_id)
+        shown = expired[0] if expired else row
     return reply(domain.answer_after_lost_claim(status, bool(row.lapsed)), shown)
 
 
@@ -264,31 +233,23 @@ async def _fail_unparseable(
         error=_summary(exc),
     )
     outcome = TerminalFailure(correlation_id=correlation_id)
-    failed = await repo.transition(
+    failed = await transition(
+        ctx,
         tx,
         row.id,
-        expected=[PENDING],
-        to=ProposalStatus.FAILED,
-        unexpired=True,
+        source=PENDING,
+        target=ProposalStatus.FAILED,
+        actor=admitted.claims.sub,
         values={
             "outcome": outcome.model_dump(mode="json"),
             "outcome_at": repo.DB_CLOCK,
             "decided_by": admitted.claims.sub,
             "decided_at": repo.DB_CLOCK,
         },
+        detail={"why": "arguments_unparseable", "correlation_id": correlation_id},
     )
     if failed is None:
         return await after_lost_claim(ctx, tx, row.id)
-    await repo.write_audit(
-        tx,
-        row.id,
-        actor=admitted.claims.sub,
-        action="failed",
-        from_status=PENDING,
-        to_status=ProposalStatus.FAILED,
-        detail={"why": "arguments_unparseable", "correlation_id": correlation_id},
-    )
-    await announce(ctx, tx, "outcome", failed)
     return reply(domain.ALREADY_COMPLETED, failed)
 
 

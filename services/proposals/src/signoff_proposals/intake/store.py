@@ -25,10 +25,8 @@ from typing import Any
 import structlog
 from signoff_contracts.operations import Actor, Scope
 from signoff_contracts.reasons import Reason
-from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ProposalRequestReply
 from signoff_contracts.v2 import ProposalRequested
-from signoff_runtime import tracing
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work
 
@@ -36,7 +34,8 @@ from signoff_proposals.context import Context
 from signoff_proposals.intake import identity, quotas, resolving
 from signoff_proposals.intake.resolving import Refused
 from signoff_proposals.lifecycle import repository as repo
-from signoff_proposals.lifecycle.outbox import SOURCE, announce
+from signoff_proposals.lifecycle.outbox import SOURCE
+from signoff_proposals.lifecycle.transitions import create
 from signoff_proposals.policies import freezing
 
 log = structlog.get_logger(__name__)
@@ -107,7 +106,7 @@ async def insert(
     """Store ``new`` (quota-checked, audited, announced); the stored copy if its id exists."""
     op = ctx.operations.get(new.operation_kind, new.contract_version)
     await quotas.lock_organization(tx.conn, quotas.PROPOSALS_LOCK, new.organization_id)
-    row = await repo.insert_proposal(tx, new, op.ttl)
+    row = await create(ctx, tx, new, op.ttl, detail=detail, causation_id=causation_id)
     if row is None:  # a concurrent copy of the same request won the insert
         stored = await repo.get(tx.conn, new.proposal_id)
         if stored is None or stored.organization_id != new.organization_id:
@@ -115,15 +114,6 @@ async def insert(
         return stored
     row = await freezing.freeze(tx, op, row)
     await _check_quota(ctx, tx, new)
-    await repo.write_audit(
-        tx,
-        row.id,
-        actor=new.requested_by,
-        action="created",
-        to_status=ProposalStatus.PENDING,
-        detail={**detail, **tracing.headers()} or None,
-    )
-    await announce(ctx, tx, "created", row, causation_id=causation_id)
     log.info("proposal.stored", proposal_id=row.id, kind=row.operation_kind)
     return row
 

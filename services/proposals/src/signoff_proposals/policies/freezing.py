@@ -14,9 +14,8 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 from signoff_contracts.operations import AnyOperation, FactValue
-from sqlalchemy import Row
-
 from signoff_runtime.unit_of_work import UnitOfWork
+from sqlalchemy import Row
 
 from signoff_proposals.policies import domain
 from signoff_proposals.policies import repository as policies

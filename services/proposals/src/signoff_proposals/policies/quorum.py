@@ -32,9 +32,8 @@ from typing import Any
 import structlog
 from signoff_contracts.operations import Actor
 from signoff_contracts.status import ProposalStatus
-from sqlalchemy import Row
-
 from signoff_runtime.unit_of_work import UnitOfWork
+from sqlalchemy import Row
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import repository as repo
