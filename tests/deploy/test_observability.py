@@ -46,6 +46,7 @@ def test_documented_metrics_are_defined_in_code() -> None:
     import signoff_proposals.lifecycle_metrics
     import signoff_proposals.metrics  # noqa: F401
     import signoff_reconciler.metrics  # noqa: F401
+    import signoff_runtime.http_metrics
     import signoff_runtime.metrics  # noqa: F401
 
     registered = {
