@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import typer
 from signoff_runtime.roles import ACCESS, role_url
-from signoff_runtime.settings import ServiceSettings
+from signoff_runtime.settings import ServiceSettings, load
 from sqlalchemy.engine import make_url
 
 from signoff_cli import rabbit_users
@@ -121,7 +121,7 @@ def _banner(demo: dict[str, Any], table: dict[str, tuple[str, str]]) -> str:
 @app.command()
 def run(state_dir: Path = typer.Option(Path(".run"), help="Where local state is kept.")) -> None:
     """Set up the database and run every process until Ctrl-C."""
-    settings = ServiceSettings()
+    settings = load(ServiceSettings, "dev run")
     state_dir.mkdir(exist_ok=True)
     fresh = asyncio.run(ensure_database(settings.db.url))
     typer.echo(f"database {make_url(settings.db.url).database}: {'created' if fresh else 'exists'}")
