@@ -12,6 +12,10 @@ PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null || PYTHON=python3
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+# built from a copy, as the image's build stage does: no build/ left in the work tree
+mkdir "$scratch/src"
+cp -r shared cli examples services web "$scratch/src/"
+find "$scratch/src" -name build -prune -exec rm -rf {} +
 
 core="shared/contracts shared/runtime cli examples/card_provider examples/scripted_model examples/club"
 #  image       set         packages                                           module to import
@@ -35,7 +39,7 @@ for line in "${images[@]}"; do
   venv="$scratch/$name"
   "$PYTHON" -m venv --without-pip "$venv"
   "$UV" pip install -q --python "$venv/bin/python" --require-hashes -r "requirements/$set.txt"
-  "$UV" pip install -q --python "$venv/bin/python" --no-deps "${packages[@]/#/./}"
+  "$UV" pip install -q --python "$venv/bin/python" --no-deps "${packages[@]/#/$scratch/src/}"
   # the build's own leftovers are not in an image
   find "$venv" -name __pycache__ -prune -exec rm -rf {} +
   size=$(du -sm "$venv" | cut -f1)
