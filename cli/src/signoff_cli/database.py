@@ -114,11 +114,17 @@ def wait(
     yet). Unreachable database, missing role or older revision all count as not yet."""
     url = load(DatabaseCommandSettings, "db wait").db.url
     deadline = time.monotonic() + timeout
-    while behind := _behind(url, owners or None):
+    try:
+        behind = _behind(url, owners or None)
+    except ValueError as exc:  # an owner this image does not hold: a mistake, not a wait
+        typer.echo(f"signoff db wait: {exc}", err=True)
+        raise typer.Exit(2) from None
+    while behind:
         if time.monotonic() >= deadline:
             typer.echo(f"signoff db wait: not migrated after {timeout:g} s: {behind}", err=True)
             raise typer.Exit(1)
         time.sleep(min(2.0, max(deadline - time.monotonic(), 0.0)))
+        behind = _behind(url, owners or None)
     typer.echo(f"migrated: {', '.join(owners or ['every owner'])}")
 
 
