@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+from collections.abc import Mapping
 from functools import cache
 from importlib import metadata
 
@@ -107,7 +108,7 @@ def test_the_check_sees_development_packages_where_they_are() -> None:
 
 
 @cache
-def _distributions() -> dict[str, list[str]]:
+def _distributions() -> Mapping[str, list[str]]:
     return metadata.packages_distributions()
 
 
