@@ -37,7 +37,15 @@ SETTINGS: tuple[type[BaseSettings], ...] = (
     WebSettings,
 )
 #: read by the openai SDK itself (DESIGN: any OpenAI-compatible endpoint)
-SDK_VARIABLES = {"OPENAI_BASE_URL", "OPENAI_API_KEY"}
+#: read by the SDKs themselves: the model's (openai) and the traces' (OpenTelemetry's standard set)
+SDK_VARIABLES = {
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "OTEL_TRACES_EXPORTER",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_SDK_DISABLED",
+}
 
 
 def env_names(cls: type[BaseSettings]) -> set[str]:

@@ -45,7 +45,7 @@ def test_documented_metrics_are_defined_in_code() -> None:
     """Importing the services' metric modules registers every documented family."""
     import signoff_agent.metrics  # noqa: F401
     import signoff_executor.metrics  # noqa: F401
-    import signoff_proposals.lifecycle_metrics
+    import signoff_proposals.lifecycle.metrics
     import signoff_proposals.metrics  # noqa: F401
     import signoff_reconciler.metrics  # noqa: F401
     import signoff_runtime.http_metrics

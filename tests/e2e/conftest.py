@@ -20,6 +20,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def stack(
+    request: pytest.FixtureRequest,
     database_url: str,
     amqp_url: str,
     engine: AsyncEngine,
@@ -32,7 +33,9 @@ async def stack(
         engine=engine,
         amqp_url=amqp_url,
         topology=topology,
-        env=stack_env(database_url, amqp_url, prefix),
+        # a module may add to every process's environment (``def extra_stack_env()``)
+        env=stack_env(database_url, amqp_url, prefix)
+        | getattr(request.module, "extra_stack_env", dict)(),
         log_dir=log_dir,
     )
     try:

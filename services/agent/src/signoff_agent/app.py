@@ -15,14 +15,16 @@ from contextlib import asynccontextmanager
 import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory
+from signoff_runtime import retention
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.registry import Operations, load_directory, load_operations
+from signoff_runtime.retention import Rule, inbox_rule
 from signoff_runtime.rpc import Requester
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
-from signoff_agent import conversations, propose, section_routes, streams
+from signoff_agent import conversations, propose, section_routes, streams, tables
 from signoff_agent.handlers import Consumers
 from signoff_agent.model import ChatModel, build_model
 from signoff_agent.pausing import Pauser
@@ -73,7 +75,13 @@ def create_app(
         turns,
         senders=runtime.senders,
     ).register()
-    runtime.loops.extend([hub.listen, turns.sweep])
+    keep = settings.retention
+    rules = [
+        inbox_rule(tables.inbox, keep),
+        Rule(tables.journal, "created_at", keep.journal_s),
+        Rule(tables.propose_keys, "created_at", keep.propose_keys_s),
+    ]
+    runtime.loops.extend([hub.listen, turns.sweep, retention.pruning(runtime.engine, rules, keep)])
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -26,16 +26,16 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from signoff_contracts.operations import Directory, Membership, Scope
+from signoff_runtime.members import current_member
 from signoff_runtime.problems import Problem, problem_response
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AuthSettings
-from signoff_runtime.tokens import bearer
+from signoff_runtime.tokens import AGENT_AUDIENCE, bearer
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_agent import repository as repo
 from signoff_agent import streams, views
-from signoff_agent.auth import current_member
 from signoff_agent.proposing import OnBehalf
 from signoff_agent.sections import Sections, UnknownSection
 from signoff_agent.settings import AgentGroup
@@ -75,7 +75,9 @@ class Conversations:
 
     async def member(self, authorization: str | None) -> Membership:
         async with self.engine.connect() as conn:
-            return await current_member(self.auth, self.directory, conn, authorization)
+            return await current_member(
+                self.auth, self.directory, conn, authorization, audience=AGENT_AUDIENCE
+            )
 
     async def visible(self, conversation_id: str, member: Membership) -> Row[Any]:
         async with self.engine.connect() as conn:

@@ -25,12 +25,12 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from signoff_contracts.operations import Rejected
+from signoff_runtime.members import current_member
 from signoff_runtime.problems import Problem, problem_response
 from signoff_runtime.registry import UnknownOperation
-from signoff_runtime.tokens import bearer
+from signoff_runtime.tokens import AGENT_AUDIENCE, bearer
 
 from signoff_agent import repository as repo
-from signoff_agent.auth import current_member
 from signoff_agent.proposing import NotStored, OnBehalf, ProposalsUnavailable, Proposer
 
 log = structlog.get_logger(__name__)
@@ -72,7 +72,9 @@ async def propose(
         raise Problem(404, "unknown_operation", f"No operation is called {kind!r}.") from None
     proposal_id = first = digest = None
     async with proposer.engine.begin() as conn:  # one connection for the caller and the key
-        member = await current_member(proposer.auth, proposer.directory, conn, authorization)
+        member = await current_member(
+            proposer.auth, proposer.directory, conn, authorization, audience=AGENT_AUDIENCE
+        )
         if idempotency_key is not None:
             digest = _digest(kind, body)
             proposal_id, first = await repo.keyed_proposal(

@@ -16,11 +16,12 @@ import structlog
 import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory, check_operation
-from signoff_runtime import unsafe
+from signoff_runtime import retention, unsafe
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, load_directory, load_operations
+from signoff_runtime.retention import outbox_rule
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
@@ -66,7 +67,10 @@ def create_app(
         publish_timeout_s=settings.amqp.publish_timeout_s,
         mark_before_confirm=settings.unsafe.mark_sent_before_confirm,
     )
-    runtime.loops.append(relay.run)
+    keep = settings.retention
+    runtime.loops.extend(
+        [relay.run, retention.pruning(runtime.engine, [outbox_rule(tables.outbox, keep)], keep)]
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -20,4 +20,4 @@ def test_contract_subscriber_has_bounded_prefetch_and_manual_acks() -> None:
     assert runtime.broker.config.graceful_timeout == 3
     paths = {route.path for route in app.routes}
     assert paths == {"/healthz", "/metrics"}
-    assert len(runtime.loops) == 1  # the outbox relay
+    assert len(runtime.loops) == 2  # the outbox relay and its pruning

@@ -15,25 +15,27 @@ from contextlib import asynccontextmanager
 import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory
-from signoff_runtime import unsafe
+from signoff_runtime import retention, unsafe
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
+from signoff_runtime.members import Members
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
+from signoff_runtime.retention import inbox_rule, outbox_rule
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
+from signoff_runtime.tokens import PROPOSALS_AUDIENCE
 
-from signoff_proposals import (
-    decision_routes,
-    events,
-    handlers,
-    lifecycle_metrics,
-    routes,
-    sweeps,
-)
+from signoff_proposals import handlers, sweeps
+from signoff_proposals.api import events
+from signoff_proposals.api import proposals as proposal_reads
 from signoff_proposals.context import Context, load_domain
+from signoff_proposals.decisions import routes as decision_routes
+from signoff_proposals.lifecycle import metrics as lifecycle_metrics
+from signoff_proposals.outcomes import routes as outcome_routes
+from signoff_proposals.pause_points import routes as pause_point_routes
 from signoff_proposals.settings import ProposalsSettings
-from signoff_proposals.tables import outbox
+from signoff_proposals.tables import inbox, outbox
 
 
 def create_app(
@@ -55,7 +57,10 @@ def create_app(
     )
     handlers.register(ctx, runtime.broker)
     hub = events.ChangeHub(asyncpg_dsn(settings.db.url), settings.unsafe.events_every_organization)
-    runtime.loops.extend([*_loops(ctx, runtime), hub.listen])
+    keep = settings.retention
+    rules = [outbox_rule(outbox, keep), inbox_rule(inbox, keep)]
+    pruning = retention.pruning(runtime.engine, rules, keep)
+    runtime.loops.extend([*_loops(ctx, runtime), hub.listen, pruning])
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -64,9 +69,10 @@ def create_app(
 
     app = FastAPI(title="signoff proposals", lifespan=lifespan)
     app.state.context = ctx
+    Members(settings.auth, people, runtime.engine, PROPOSALS_AUDIENCE).install(app)
     app.state.runtime = runtime
-    app.include_router(routes.router(ctx))
-    app.include_router(decision_routes.router(ctx))
+    for feature in (proposal_reads, decision_routes, pause_point_routes, outcome_routes):
+        app.include_router(feature.router(ctx))
     app.include_router(events.router(ctx, hub))
     install_standard_routes(app, {"db": runtime.db_ok, "broker": runtime.broker_ok}, settings)
     return app

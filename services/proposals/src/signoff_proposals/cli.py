@@ -19,8 +19,8 @@ from signoff_runtime.db import create_engine
 from signoff_runtime.settings import load as load_settings
 from sqlalchemy.exc import DBAPIError
 
-from signoff_proposals import reconciliation
-from signoff_proposals import repository as repo
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.outcomes import reconciliation
 from signoff_proposals.settings import ProposalsSettings
 
 app = typer.Typer(

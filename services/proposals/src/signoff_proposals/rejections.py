@@ -24,7 +24,7 @@ from signoff_contracts.v1 import (
 from signoff_runtime.consumer import PermanentError, delivery_count
 from signoff_runtime.topology import Topology
 
-from signoff_proposals.outbox import SOURCE
+from signoff_proposals.lifecycle.outbox import SOURCE
 
 log = structlog.get_logger(__name__)
 

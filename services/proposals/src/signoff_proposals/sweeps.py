@@ -25,12 +25,12 @@ from collections.abc import Awaitable, Callable
 import structlog
 from signoff_contracts.status import ProposalStatus
 
-from signoff_proposals import pause_points
-from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
-from signoff_proposals.domain import SYSTEM_ACTOR
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.lifecycle.domain import SYSTEM_ACTOR
+from signoff_proposals.lifecycle.outbox import announce, contract_for, send_contract
 from signoff_proposals.metrics import CONTRACTS_REPUBLISHED
-from signoff_proposals.outbox import announce, contract_for, send_contract
+from signoff_proposals.pause_points import lifecycle as pause_points
 
 log = structlog.get_logger(__name__)
 Loop = Callable[[], Awaitable[None]]

@@ -12,8 +12,9 @@ from proposals_testkit import pause_request, proposal_request, proposer_token
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import PausePointRequestReply, ProposalRequestReply
 from signoff_contracts.v2 import PausePointRequested, ProposalRequested
-from signoff_proposals import intake, pause_points
 from signoff_proposals.context import Context
+from signoff_proposals.intake import store as intake
+from signoff_proposals.pause_points import lifecycle as pause_points
 from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.topology import ROUTING_KEYS

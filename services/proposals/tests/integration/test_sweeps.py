@@ -11,9 +11,11 @@ import pytest_asyncio
 from proposals_testdomain import build
 from proposals_testkit import proposal_request, proposer_token
 from signoff_contracts.ids import new_id
-from signoff_proposals import decide, intake, sweeps
-from signoff_proposals import repository as repo
+from signoff_proposals import sweeps
 from signoff_proposals.context import Context
+from signoff_proposals.decisions import decide
+from signoff_proposals.intake import store as intake
+from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.settings import ProposalsGroup
 from signoff_runtime.tokens import issue_token
 from sqlalchemy import text

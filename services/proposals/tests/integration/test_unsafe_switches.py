@@ -29,10 +29,10 @@ from proposals_testdomain import build
 from proposals_testkit import Harness, drain_queue, forget_unsent_outbox
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import Envelope, ExecutionContract
-from signoff_proposals import decide
-from signoff_proposals import repository as repo
 from signoff_proposals.app import create_app
 from signoff_proposals.context import Context
+from signoff_proposals.decisions import decide
+from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.settings import UnsafeSettings
 from signoff_runtime.testing import wait_until

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from signoff_proposals.events import RESYNC, ChangeHub
+from signoff_proposals.api.events import RESYNC, ChangeHub
 
 
 def _change(org: str, ref: str) -> str:

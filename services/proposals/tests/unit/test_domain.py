@@ -12,7 +12,7 @@ from signoff_contracts.outcomes import (
 )
 from signoff_contracts.reasons import Reason
 from signoff_contracts.status import TRANSITIONS, ProposalStatus
-from signoff_proposals import domain
+from signoff_proposals.lifecycle import domain
 from signoff_proposals.settings import ProposalsSettings
 
 S = ProposalStatus

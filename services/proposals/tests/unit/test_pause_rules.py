@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from signoff_contracts.v2 import PausePointRequested
-from signoff_proposals import forms, pause_rules
-from signoff_proposals.pause_rules import Resolution
+from signoff_proposals.pause_points import forms
+from signoff_proposals.pause_points import rules as pause_rules
+from signoff_proposals.pause_points.rules import Resolution
 
 FORM: dict[str, Any] = {
     "type": "object",

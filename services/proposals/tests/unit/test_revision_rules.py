@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from signoff_contracts.status import ProposalStatus
-from signoff_proposals.revisions import answer_for_revision
+from signoff_proposals.decisions.revisions import answer_for_revision
 
 S = ProposalStatus
 

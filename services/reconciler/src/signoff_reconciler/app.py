@@ -10,10 +10,12 @@ from contextlib import AsyncExitStack, asynccontextmanager
 import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import check_operation
+from signoff_runtime import retention
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, load_operations
+from signoff_runtime.retention import inbox_rule, outbox_rule
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
@@ -48,7 +50,9 @@ def create_app(settings: ReconcilerSettings, operations: Operations | None = Non
         publish_timeout_s=settings.amqp.publish_timeout_s,
         mark_before_confirm=settings.unsafe.mark_sent_before_confirm,
     )
-    runtime.loops.extend([checker.run, relay.run])
+    keep = settings.retention
+    rules = [outbox_rule(tables.outbox, keep), inbox_rule(tables.inbox, keep)]
+    runtime.loops.extend([checker.run, relay.run, retention.pruning(runtime.engine, rules, keep)])
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

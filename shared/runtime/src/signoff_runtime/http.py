@@ -43,7 +43,7 @@ def install_standard_routes(
     app: FastAPI, checks: dict[str, HealthCheck], settings: ServiceSettings | None = None
 ) -> None:
     problems.install(app)
-    app.add_middleware(tracing.HttpTraceMiddleware)
+    tracing.instrument_app(app)
     if settings is not None:
         limits.install(app, settings.auth, settings.limits)
     else:

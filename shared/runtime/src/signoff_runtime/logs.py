@@ -14,6 +14,8 @@ from typing import Any
 
 import structlog
 
+from signoff_runtime import tracing
+
 _SECRET_KEYS = re.compile(
     r"(token|secret|password|authorization|signing_key|private_key|api_key|card)", re.I
 )
@@ -32,6 +34,7 @@ def configure(service: str, level: str = "INFO", json_lines: bool = True) -> Non
     )
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
+        tracing.add_trace_ids,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         _redact,

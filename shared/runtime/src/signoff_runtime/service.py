@@ -48,13 +48,14 @@ class Runtime:
         cls, name: str, settings: ServiceSettings, graceful_timeout_s: float = 20.0
     ) -> Runtime:
         logs.configure(name, settings.log_level, settings.log_json)
+        tracing.configure(name)
         if switches := settings.unsafe.enabled():
             log.warning("service.unsafe_switches_on", service=name, switches=switches)
         broker = RabbitBroker(
             settings.amqp.url,
             graceful_timeout=graceful_timeout_s,
             app_id=f"signoff-{name}",
-            middlewares=[tracing.TraceMiddleware],
+            middlewares=tracing.broker_middlewares(),
             log_level=10,  # per-message logs at DEBUG: they cost ~11 % throughput at INFO
         )
         return cls(
@@ -97,6 +98,7 @@ class Runtime:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.engine.dispose()
+            tracing.flush()
             log.info("service.stopped", name=self.name)
 
     def _serve_metrics(self) -> WSGIServer | None:

@@ -33,6 +33,7 @@ from signoff_runtime.key_settings import (
     ContractVerifyingSettings,
     IssuerSettings,
 )
+from signoff_runtime.retention import RetentionSettings
 from signoff_runtime.topology import ROLES, Role
 
 __all__ = [
@@ -206,6 +207,7 @@ class ServiceSettings(BaseSettings):
     limits: LimitsSettings = LimitsSettings()
     metrics: MetricsSettings = MetricsSettings()
     unsafe: UnsafeSettings = UnsafeSettings()
+    retention: RetentionSettings = RetentionSettings()
 
     @field_validator("unsafe")
     @classmethod

@@ -1,29 +1,151 @@
-"""One trace context from the conversation turn to the outcome (W3C ``traceparent``).
+"""One trace from a person's turn (or a propose call) to the outcome's hand-back: OpenTelemetry.
 
-An HTTP request's ``traceparent`` header is accepted (or a fresh one started), bound into
-structlog's context variables (``trace_id`` on every log line) and sent back on the response.
-Every message a service publishes carries it as a ``traceparent`` header — FastStream publishes
-through ``TraceMiddleware``, outbox rows store it in their ``headers`` — and every consumer binds
-it again before its handler runs. No OpenTelemetry SDK is needed for this: the ids are the W3C
-format, so a collector configured later continues the same traces.
+Every process installs the SDK's tracer provider at start (``configure``), named
+``signoff-<service>``. Spans are always made — their ids are real, each hop has its own span id,
+and every log line carries ``trace_id``/``span_id`` — but nothing leaves the process unless the
+standard variable ``OTEL_TRACES_EXPORTER`` names an exporter: ``otlp`` (OTLP over HTTP, set up by
+the standard ``OTEL_EXPORTER_OTLP_*`` variables; compose points it at Jaeger) or ``console``.
+``OTEL_SDK_DISABLED=true`` turns spans off altogether (the API's no-op).
+
+Where the spans come from:
+
+- **HTTP requests** — FastAPI's instrumentation (``instrument_app``): a server span per request,
+  named by its route template, continuing a W3C ``traceparent`` the caller sent; the response
+  carries the request's ``traceparent`` back.
+- **Messages** — FastStream's telemetry middleware (``broker_middlewares``): a consumer span per
+  message, a child of the ``traceparent`` the message carries, current while its handler runs;
+  every FastStream publish (replies included) carries the current context.
+- **Publishes outside FastStream** carry ``headers()``: the request-reply client, and the outbox.
+  An outbox row stores the ``traceparent`` of the span that made the state change, so its
+  consumer's span is that span's child although the relay publishes it later — the contract
+  continues the trace of the proposal it came from (its approval is a request, and a trace, of
+  its own), the outcome the executor's, and so on back to the agent's hand-back.
+- **Statements and outgoing calls**, when exporting: asyncpg's instrumentation (a span per
+  statement) and httpx's (the model's and the providers' calls). They are left out when nothing
+  is exported, because they cost on every statement.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import secrets
-from collections.abc import Iterator
-from contextvars import ContextVar
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-import structlog
-from faststream import BaseMiddleware
+from fastapi import FastAPI
+from faststream.rabbit.opentelemetry import RabbitTelemetryMiddleware
+from opentelemetry import context, trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 HEADER = "traceparent"
 _FORMAT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
-_current: ContextVar[str | None] = ContextVar("signoff_traceparent", default=None)
+_PROPAGATOR = TraceContextTextMapPropagator()
+#: routes whose requests make no span (probes and scrapes would drown the traces)
+_UNTRACED = "healthz,livez,readyz,metrics"
+_configured: dict[str, bool] = {}
+
+
+def configure(service: str) -> None:
+    """Install the process's tracer provider (once; the first service name wins in-process)."""
+    if _configured or _disabled():
+        return
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+
+    provider = TracerProvider(resource=Resource.create({"service.name": f"signoff-{service}"}))
+    exporting = _add_exporter(provider)
+    trace.set_tracer_provider(provider)
+    if exporting:
+        from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
+        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+
+        AsyncPGInstrumentor().instrument()  # type: ignore[no-untyped-call]
+        HTTPXClientInstrumentor().instrument()
+    _configured["exporting"] = exporting
+
+
+def exporting() -> bool:
+    """Whether spans leave this process (``OTEL_TRACES_EXPORTER`` named an exporter)."""
+    return _configured.get("exporting", False)
+
+
+def _disabled() -> bool:
+    return os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+
+
+def _add_exporter(provider: Any) -> bool:
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+    names = {n.strip() for n in os.environ.get("OTEL_TRACES_EXPORTER", "none").split(",")}
+    exporters: list[SpanExporter] = []
+    if "otlp" in names:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        exporters.append(OTLPSpanExporter())
+    if "console" in names:
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        exporters.append(ConsoleSpanExporter())
+    for exporter in exporters:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    return bool(exporters)
+
+
+def flush(timeout_ms: int = 5_000) -> None:
+    """Export what is buffered (a stopping service's last spans)."""
+    provider = trace.get_tracer_provider()
+    if hasattr(provider, "force_flush"):
+        provider.force_flush(timeout_ms)
+
+
+def broker_middlewares() -> list[Any]:
+    """FastStream's telemetry middleware, on the process's tracer provider."""
+    return [RabbitTelemetryMiddleware(tracer_provider=trace.get_tracer_provider())]
+
+
+def instrument_app(app: FastAPI) -> None:
+    """A server span per request (by route template), and ``traceparent`` on every response."""
+    from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+
+    app.add_middleware(TraceparentResponse)
+    FastAPIInstrumentor.instrument_app(
+        app, tracer_provider=trace.get_tracer_provider(), excluded_urls=_UNTRACED
+    )
+
+
+class TraceparentResponse:
+    """ASGI middleware (inside the request's span): answer with the request's ``traceparent``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        value = current()
+
+        async def send_with_trace(message: Message) -> None:
+            if value and message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (b"traceparent", value.encode())]
+            await send(message)
+
+        await self.app(scope, receive, send_with_trace)
+
+
+def headers() -> dict[str, str]:
+    """The headers that carry the current span onwards (empty outside a trace)."""
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier)
+    return {HEADER: carrier[HEADER]} if HEADER in carrier else {}
+
+
+def current() -> str | None:
+    """The current span's ``traceparent``, if there is one."""
+    return headers().get(HEADER)
 
 
 def trace_id(traceparent: str | None) -> str | None:
@@ -35,67 +157,27 @@ def trace_id(traceparent: str | None) -> str | None:
 
 
 def start() -> str:
+    """A fresh, sampled ``traceparent`` (a caller starting a trace of its own)."""
     return f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
-
-
-def current() -> str | None:
-    return _current.get()
-
-
-def headers() -> dict[str, str]:
-    """The headers that carry the current trace onwards (empty outside a trace)."""
-    value = _current.get()
-    return {HEADER: value} if value else {}
 
 
 @contextlib.contextmanager
 def bound(traceparent: str | None) -> Iterator[str | None]:
-    """Bind ``traceparent`` (if valid) for the duration of the block, logs included."""
-    trace = trace_id(traceparent)
-    if trace is None:
+    """Continue ``traceparent`` (if valid) for the block: spans made in it are its children."""
+    if trace_id(traceparent) is None:
         yield None
         return
-    token = _current.set(traceparent)
+    token = context.attach(_PROPAGATOR.extract({HEADER: str(traceparent)}))
     try:
-        with structlog.contextvars.bound_contextvars(trace_id=trace):
-            yield traceparent
+        yield traceparent
     finally:
-        _current.reset(token)
+        context.detach(token)
 
 
-class HttpTraceMiddleware:
-    """ASGI middleware: accept or start a trace per request and answer with it."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        sent = dict(scope.get("headers") or []).get(HEADER.encode(), b"").decode("latin-1")
-        value = sent if trace_id(sent) else start()
-
-        async def send_with_trace(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (HEADER.encode(), value.encode())]
-            await send(message)
-
-        with bound(value):
-            await self.app(scope, receive, send_with_trace)
-
-
-class TraceMiddleware(BaseMiddleware):
-    """FastStream middleware: add the current trace to every publish (request-reply included)
-    and bind an incoming message's trace while its handler runs."""
-
-    async def consume_scope(self, call_next: Any, msg: Any) -> Any:
-        with bound((msg.headers or {}).get(HEADER)):
-            return await call_next(msg)
-
-    async def publish_scope(self, call_next: Any, cmd: Any) -> Any:
-        value = _current.get()
-        if value and HEADER not in (cmd.headers or {}):
-            cmd.headers = {**(cmd.headers or {}), HEADER: value}
-        return await call_next(cmd)
+def add_trace_ids(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """structlog processor: the current span's trace and span ids on every log line."""
+    span = trace.get_current_span().get_span_context()
+    if span.is_valid:
+        event.setdefault("trace_id", format(span.trace_id, "032x"))
+        event.setdefault("span_id", format(span.span_id, "016x"))
+    return event

@@ -31,11 +31,11 @@ from signoff_contracts.v2 import ProposalRequested
 from signoff_runtime import tracing
 from signoff_runtime.registry import UnknownOperation
 
-from signoff_proposals import identity, quotas, resolving
-from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
-from signoff_proposals.outbox import SOURCE, announce
-from signoff_proposals.resolving import Refused
+from signoff_proposals.intake import identity, quotas, resolving
+from signoff_proposals.intake.resolving import Refused
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.lifecycle.outbox import SOURCE, announce
 
 log = structlog.get_logger(__name__)
 

@@ -31,11 +31,12 @@ from signoff_contracts.v1 import (
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token
 
-from signoff_proposals import decide, pause_points, revisions, withdrawals
-from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
-from signoff_proposals.domain import Answer
-from signoff_proposals.pause_rules import Resolution
+from signoff_proposals.decisions import decide, revisions, withdrawals
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.lifecycle.domain import Answer
+from signoff_proposals.pause_points import lifecycle as pause_points
+from signoff_proposals.pause_points.rules import Resolution
 from signoff_proposals.tables import inbox
 
 log = structlog.get_logger(__name__)

@@ -27,8 +27,8 @@ from signoff_contracts.status import PausePointStatus
 from signoff_runtime.tokens import AGENT_AUDIENCE, Claims, TokenInvalid, verify_token_async
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_proposals import pause_repository as pause_repo
 from signoff_proposals.context import Context
+from signoff_proposals.pause_points import repository as pause_repo
 
 Via = Literal["token", "resumed_from"]
 

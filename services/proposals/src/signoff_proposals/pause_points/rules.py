@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v2 import PausePointRequested
 
-from signoff_proposals import forms
+from signoff_proposals.pause_points import forms
 
 MAX_OPTION = 200
 MAX_PAYLOAD_BYTES = 16_384

@@ -26,7 +26,7 @@ from sqlalchemy import DateTime, Row, Table, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff_proposals import lifecycle_metrics
+from signoff_proposals.lifecycle import metrics as lifecycle_metrics
 from signoff_proposals.metrics import TRANSITIONS
 from signoff_proposals.tables import audit, proposals
 

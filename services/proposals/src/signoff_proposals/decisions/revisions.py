@@ -27,12 +27,15 @@ from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ApprovalReply
 from signoff_runtime.registry import UnknownOperation
 
-from signoff_proposals import decide, domain, intake, resolving
-from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
-from signoff_proposals.domain import Answer
-from signoff_proposals.outbox import announce
-from signoff_proposals.resolving import Refused
+from signoff_proposals.decisions import decide
+from signoff_proposals.intake import resolving
+from signoff_proposals.intake import store as intake
+from signoff_proposals.intake.resolving import Refused
+from signoff_proposals.lifecycle import domain
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.lifecycle.domain import Answer
+from signoff_proposals.lifecycle.outbox import announce
 
 log = structlog.get_logger(__name__)
 PENDING = ProposalStatus.PENDING

@@ -30,11 +30,11 @@ from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, Claims, TokenInvalid, verify_token_async
 from sqlalchemy import Row
 
-from signoff_proposals import domain
-from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
-from signoff_proposals.domain import Answer
-from signoff_proposals.outbox import SOURCE, AuditEntry, announce, contract_for, together
+from signoff_proposals.lifecycle import domain
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.lifecycle.domain import Answer
+from signoff_proposals.lifecycle.outbox import SOURCE, AuditEntry, announce, contract_for, together
 
 log = structlog.get_logger(__name__)
 PENDING = ProposalStatus.PENDING

@@ -17,11 +17,11 @@ from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import OutcomeReported
 from signoff_runtime.consumer import PermanentError
 
-from signoff_proposals import domain
-from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
+from signoff_proposals.lifecycle import domain
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.lifecycle.outbox import AuditEntry, together
 from signoff_proposals.metrics import OUTCOMES_IGNORED
-from signoff_proposals.outbox import AuditEntry, together
 
 log = structlog.get_logger(__name__)
 

@@ -26,10 +26,11 @@ import structlog
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from signoff_contracts.operations import Membership
+from signoff_runtime.members import Authorization, current_member
 from signoff_runtime.problems import Problem
+from signoff_runtime.tokens import PROPOSALS_AUDIENCE
 
 from signoff_proposals.context import Context
-from signoff_proposals.routes import Authorization, _member
 
 log = structlog.get_logger(__name__)
 CHANNEL = "proposals_changes"
@@ -144,7 +145,9 @@ def router(ctx: Context, hub: ChangeHub) -> APIRouter:
     @api.get("/v1/events")
     async def events(request: Request, authorization: Authorization = None) -> StreamingResponse:
         async with ctx.engine.connect() as conn:
-            member = await _member(ctx, conn, authorization)
+            member = await current_member(
+                ctx.settings.auth, ctx.directory, conn, authorization, audience=PROPOSALS_AUDIENCE
+            )
         if (
             hub.open_per_person.get(member.user_id, 0)
             >= ctx.settings.proposals.stream_max_per_person

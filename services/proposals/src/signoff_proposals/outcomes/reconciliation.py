@@ -21,8 +21,8 @@ from signoff_runtime.consumer import PermanentError
 from sqlalchemy import Row, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
+from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.tables import audit, reconciliation_checks
 
 log = structlog.get_logger(__name__)

@@ -15,10 +15,10 @@ from pydantic import ValidationError
 from signoff_contracts.v1 import ProposalRequested, ProposalRequestReply
 from signoff_runtime.registry import UnknownOperation
 
-from signoff_proposals import intake
-from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
-from signoff_proposals.resolving import Refused
+from signoff_proposals.intake import store as intake
+from signoff_proposals.intake.resolving import Refused
+from signoff_proposals.lifecycle import repository as repo
 
 log = structlog.get_logger(__name__)
 

@@ -23,8 +23,8 @@ from signoff_runtime.topology import ROUTING_KEYS
 from sqlalchemy import Row, text
 
 from signoff_proposals.context import Context
-from signoff_proposals.domain import EventName, routing_key
-from signoff_proposals.repository import Tx, view, write_audit
+from signoff_proposals.lifecycle.domain import EventName, routing_key
+from signoff_proposals.lifecycle.repository import Tx, view, write_audit
 from signoff_proposals.tables import outbox
 
 SOURCE = "proposals"

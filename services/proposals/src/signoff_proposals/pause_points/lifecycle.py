@@ -43,14 +43,15 @@ from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_toke
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_proposals import identity, pause_rules, quotas
-from signoff_proposals import pause_repository as pause_repo
-from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
-from signoff_proposals.domain import HTTP_STATUS
+from signoff_proposals.intake import identity, quotas
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.lifecycle.domain import HTTP_STATUS
+from signoff_proposals.lifecycle.outbox import SOURCE
 from signoff_proposals.metrics import PAUSE_POINTS
-from signoff_proposals.outbox import SOURCE
-from signoff_proposals.pause_rules import Resolution
+from signoff_proposals.pause_points import repository as pause_repo
+from signoff_proposals.pause_points import rules as pause_rules
+from signoff_proposals.pause_points.rules import Resolution
 from signoff_proposals.tables import outbox
 
 log = structlog.get_logger(__name__)

@@ -19,7 +19,7 @@ from sqlalchemy import Row, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_proposals.repository import DB_CLOCK
+from signoff_proposals.lifecycle.repository import DB_CLOCK
 from signoff_proposals.tables import pause_points
 
 PENDING = PausePointStatus.PENDING.value

@@ -16,9 +16,8 @@ from typing import Any
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ApprovalReply
 
-from signoff_proposals import repository as repo
 from signoff_proposals.context import Context
-from signoff_proposals.decide import (
+from signoff_proposals.decisions.decide import (
     actor_of,
     admit_pending,
     end_pending,
@@ -26,6 +25,7 @@ from signoff_proposals.decide import (
     operation_of,
     scope_of,
 )
+from signoff_proposals.lifecycle import repository as repo
 
 
 async def withdraw(

@@ -1,0 +1,1 @@
+"""Taking in what the agent asks: who it speaks for, the operation's ``resolve``, quotas."""

@@ -1,0 +1,1 @@
+"""What became of a contract: recorded outcomes, and the checks of uncertain ones."""
