@@ -8,6 +8,7 @@ import os
 import secrets
 from importlib.metadata import version
 from pathlib import Path
+from unittest.mock import patch
 
 import asyncpg
 import pytest
@@ -116,22 +117,20 @@ async def _drop(url: str) -> None:
         await admin.close()
 
 
-def test_dev_run_reads_env_file_where_the_environment_is_silent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_dev_run_reads_env_file_where_the_environment_is_silent(tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text(
         "SIGNOFF_LOG_LEVEL=DEBUG\nSIGNOFF_AGENT__PORT=9001\nSIGNOFF_WEB__SECURE_COOKIES=\n"
         'SIGNOFF_AUTH__PUBLIC_KEYS={"k": "v"}\n'
     )
-    monkeypatch.setenv("SIGNOFF_AGENT__PORT", "8001")
-    for name in ("SIGNOFF_LOG_LEVEL", "SIGNOFF_WEB__SECURE_COOKIES", "SIGNOFF_AUTH__PUBLIC_KEYS"):
-        monkeypatch.delenv(name, raising=False)
-    assert dev.read_env_file(env_file) == ["SIGNOFF_LOG_LEVEL", "SIGNOFF_AUTH__PUBLIC_KEYS"]
-    assert os.environ["SIGNOFF_LOG_LEVEL"] == "DEBUG"
-    assert os.environ["SIGNOFF_AGENT__PORT"] == "8001", "the environment's own value wins"
-    assert os.environ["SIGNOFF_AUTH__PUBLIC_KEYS"] == '{"k": "v"}'
-    assert "SIGNOFF_WEB__SECURE_COOKIES" not in os.environ, "empty is unset"
-    assert dev.read_env_file(tmp_path / "missing") == []
-    for name in ("SIGNOFF_LOG_LEVEL", "SIGNOFF_AUTH__PUBLIC_KEYS"):
-        monkeypatch.delenv(name)
+    read = ("SIGNOFF_LOG_LEVEL", "SIGNOFF_WEB__SECURE_COOKIES", "SIGNOFF_AUTH__PUBLIC_KEYS")
+    with patch.dict(os.environ):  # the whole environment restored afterwards
+        for name in read:
+            os.environ.pop(name, None)
+        os.environ["SIGNOFF_AGENT__PORT"] = "8001"
+        assert dev.read_env_file(env_file) == ["SIGNOFF_LOG_LEVEL", "SIGNOFF_AUTH__PUBLIC_KEYS"]
+        assert os.environ["SIGNOFF_LOG_LEVEL"] == "DEBUG"
+        assert os.environ["SIGNOFF_AGENT__PORT"] == "8001", "the environment's own value wins"
+        assert os.environ["SIGNOFF_AUTH__PUBLIC_KEYS"] == '{"k": "v"}'
+        assert "SIGNOFF_WEB__SECURE_COOKIES" not in os.environ, "empty is unset"
+        assert dev.read_env_file(tmp_path / "missing") == []
