@@ -103,6 +103,8 @@ def local_env(
     out = {}
     for key, value in env.items():
         value = str(value)
+        if key.startswith("OTEL_"):  # compose's trace backend (Jaeger) does not run here
+            continue
         if key == "SIGNOFF_DB__URL":
             value = database_url
         elif key == "SIGNOFF_AMQP__URL":
