@@ -138,6 +138,7 @@ def _owner(port_key: str) -> str:
     return {"card": "provider"}.get(name, name)
 
 
+@pytest.mark.timeout(480)  # nine processes started one after another, then a whole proposal
 async def test_compose_commands_reach_healthy_and_carry_a_proposal(
     vhost: tuple[str, dict[str, str]], database_url: str, tmp_path: Path
 ) -> None:
