@@ -70,9 +70,14 @@ types: install
 ## check: what CI runs (.ci/run): format, lint, types — the tests' code too — then the tests
 check: lint types test
 
-## requirements: re-pin third-party dependencies (hashes, no index URLs)
+## requirements: re-pin third-party dependencies (hashes, no index URLs): requirements.txt, the
+## developers' whole set, then each image's set within it (one version of a package everywhere)
+IMAGE_SETS := runtime agent web simulators tools
+COMPILE := $(UV) pip compile --generate-hashes --no-annotate --no-header -q --python-version 3.11
 requirements:
-	$(UV) pip compile --generate-hashes --no-annotate --no-header -q \
-		requirements/requirements.in -o requirements/requirements.txt --python-version 3.11
-	$(UV) pip compile --generate-hashes --no-annotate --no-header -q \
-		requirements/bootstrap.in -o requirements/bootstrap.txt --python-version 3.11
+	$(COMPILE) requirements/requirements.in -o requirements/requirements.txt
+	for set in $(IMAGE_SETS); do \
+		$(COMPILE) requirements/$$set.in -c requirements/requirements.txt -o requirements/$$set.txt \
+		|| exit 1; \
+	done
+	$(COMPILE) requirements/bootstrap.in -o requirements/bootstrap.txt

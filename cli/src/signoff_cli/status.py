@@ -13,7 +13,7 @@ import aio_pika
 import typer
 from signoff_runtime import failover
 from signoff_runtime.db import create_engine
-from signoff_runtime.settings import ServiceSettings
+from signoff_runtime.settings import ServiceSettings, load
 from signoff_runtime.topology import QUEUES, Topology
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
@@ -77,7 +77,7 @@ async def database_summary(settings: ServiceSettings) -> dict[str, Any]:
 
 def status() -> None:
     """Print queue depths, proposal states, reconciliation backlog and outbox lag."""
-    settings = ServiceSettings()
+    settings = load(ServiceSettings, "status")
     topo = Topology(settings.amqp.prefix, settings.amqp.delivery_limit)
     depths = asyncio.run(queue_depths(settings.amqp.url, topo))
     summary = asyncio.run(database_summary(settings))

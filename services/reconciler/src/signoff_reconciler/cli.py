@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import typer
 from signoff_runtime.db import create_engine
 from signoff_runtime.registry import load_operations
+from signoff_runtime.settings import load as load_settings
 from signoff_runtime.topology import Topology
 from sqlalchemy.exc import DBAPIError
 
@@ -59,7 +60,7 @@ def reconcile(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Check a proposal's uncertain attempt now, or resolve it by hand (audited)."""
-    settings = ReconcilerSettings()
+    settings = load_settings(ReconcilerSettings, "reconcile")
     if resolve is None:
         wait_s = wait if wait is not None else settings.reconciler.check_now_wait_s
         found = _run(
@@ -102,7 +103,7 @@ def list_letters(
 ) -> None:
     """Archived dead letters, oldest first (not yet replayed, unless --all)."""
     letters = _run(
-        ReconcilerSettings(),
+        load_settings(ReconcilerSettings, "dlq list"),
         lambda engine: archived.listing(engine, queue=queue, replayed=show_all, limit=limit),
     )
     if as_json:
@@ -124,7 +125,10 @@ def show(
     letter_id: int = typer.Argument(..., help="The dead letter's id (from dlq list)."),
 ) -> None:
     """One archived dead letter in full, as JSON (bearer tokens redacted)."""
-    letter = _run(ReconcilerSettings(), lambda engine: archived.one(engine, letter_id))
+    letter = _run(
+        load_settings(ReconcilerSettings, "dlq show"),
+        lambda engine: archived.one(engine, letter_id),
+    )
     if letter is None:
         typer.echo(f"not_found: no dead letter {letter_id}", err=True)
         raise typer.Exit(1)
@@ -138,7 +142,7 @@ def replay(
     note: str | None = typer.Option(None, "--note", help="What was fixed."),
 ) -> None:
     """Re-publish one dead letter to its queue (once; audited)."""
-    settings = ReconcilerSettings()
+    settings = load_settings(ReconcilerSettings, "dlq replay")
     topology = Topology(settings.amqp.prefix, settings.amqp.delivery_limit)
     letter = _run(
         settings,

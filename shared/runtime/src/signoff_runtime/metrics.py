@@ -36,3 +36,8 @@ COMMITS_IN_DOUBT = Counter(
     "COMMITs that failed without an answer, by what asking the database afterwards found.",
     ["resolution"],
 )
+OUTBOX_RELAY_HEARTBEAT = Gauge(
+    "signoff_outbox_relay_heartbeat_timestamp_seconds",
+    "Unix time of the relay's last pass that reached its table (every poll interval), by schema.",
+    ["schema"],
+)

@@ -30,6 +30,7 @@ from signoff_runtime.metrics import (
     OUTBOX_OLDEST_UNSENT,
     OUTBOX_PUBLISH_ERRORS,
     OUTBOX_PUBLISHED,
+    OUTBOX_RELAY_HEARTBEAT,
     OUTBOX_UNSENT,
 )
 from signoff_runtime.outbox import notify_channel
@@ -140,6 +141,8 @@ class OutboxRelay:
             ).one()
         OUTBOX_UNSENT.labels(schema=schema).set(row.n)
         OUTBOX_OLDEST_UNSENT.labels(schema=schema).set(float(row.age))
+        # the relay is alive and reaches its table: an alert watches this stop moving
+        OUTBOX_RELAY_HEARTBEAT.labels(schema=schema).set_to_current_time()
 
     async def drain(self) -> int:
         """Publish one batch of due rows; return how many rows were taken."""

@@ -46,6 +46,7 @@ __all__ = [
     "DatabaseSettings",
     "IssuerSettings",
     "LimitsSettings",
+    "MetricsSettings",
     "ServiceSettings",
     "UnsafeSettings",
     "load",
@@ -146,6 +147,16 @@ class LimitsSettings(BaseModel):
     proposals_per_minute: int = Field(default=600, ge=1)
 
 
+class MetricsSettings(BaseModel):
+    """``SIGNOFF_METRICS__*``: where ``/metrics`` is served. Unset port: on the service's own
+    port beside its routes (development, tests). Set (the deployments do: web 9100, agent 9101,
+    proposals 9102): on that port only, so the public API never serves it and a NetworkPolicy
+    admits only Prometheus there (docs/operations.md)."""
+
+    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str = "127.0.0.1"
+
+
 class UnsafeSettings(BaseModel):
     """``SIGNOFF_UNSAFE__*``: negative controls. Each switch turns ONE protection off, so that the
     fault suite can prove its checker notices the violation that protection prevents. Every
@@ -213,6 +224,7 @@ class ServiceSettings(BaseSettings):
     amqp: AmqpSettings = AmqpSettings()
     auth: AuthSettings = AuthSettings()
     limits: LimitsSettings = LimitsSettings()
+    metrics: MetricsSettings = MetricsSettings()
     unsafe: UnsafeSettings = UnsafeSettings()
     retention: RetentionSettings = RetentionSettings()
 
