@@ -17,12 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import Envelope, ExecutionContract, ProposalEvent
 from signoff_runtime import outbox as runtime_outbox
-from signoff_runtime import tracing
+from signoff_runtime import signing, tracing
 from signoff_runtime.outbox import Hold, Outgoing
-from signoff_runtime.signing import sign
 from signoff_runtime.topology import ROUTING_KEYS
 from signoff_runtime.unit_of_work import UnitOfWork
 from sqlalchemy import Row
@@ -70,25 +68,20 @@ def announcement(ctx: Context, message: Envelope, key: str) -> Outgoing:
 def contract(ctx: Context, row: Row[Any]) -> tuple[ExecutionContract, Outgoing]:
     """The signed contract of a claimed proposal (fresh envelope, identical signed content), and
     its outbox message. ``row`` carries ``origin_trace`` (``repository.origin_trace``)."""
-    signed = sign(
-        ExecutionContract(
-            message_id=new_id("msg"),
-            source=SOURCE,
-            correlation_id=row.id,
-            contract_id=row.contract_id,
-            proposal_id=row.id,
-            organization_id=row.organization_id,
-            section=row.section,
-            resource_id=row.resource_id,
-            operation_kind=row.operation_kind,
-            contract_version=row.contract_version,
-            arguments=row.arguments,
-            approved_by=row.decided_by,
-            approvers=approvers_of(row),
-            approved_at=row.decided_at,
-            execute_by=row.execute_by,
-        ),
+    signed = signing.issue(
         ctx.settings.contracts,
+        proposal_id=row.id,
+        contract_id=row.contract_id,
+        organization_id=row.organization_id,
+        section=row.section,
+        resource_id=row.resource_id,
+        operation_kind=row.operation_kind,
+        contract_version=row.contract_version,
+        arguments=row.arguments,
+        approved_by=row.decided_by,
+        approvers=approvers_of(row),
+        approved_at=row.decided_at,
+        execute_by=row.execute_by,
     )
     headers = {tracing.HEADER: row.origin_trace} if row.origin_trace else None
     key = ROUTING_KEYS["executor.contracts"]
