@@ -15,15 +15,12 @@ from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import NoReturn
 
-import asyncpg
 import pytest
 import pytest_asyncio
 from faults_cluster import CLUSTER_SCENARIOS, NO_ADDRESS_LIST, ClusterStack, PrivateCluster
 from faults_proxy import Proxy
 from faults_run import LONG, PROPOSALS, describe, run_scenario
-from faults_servers import PrivatePostgres, ServerFailed
-from signoff_runtime.migrations import upgrade_all
-from sqlalchemy.ext.asyncio import create_async_engine
+from faults_servers import PrivatePostgres, ServerFailed, signoff_database
 
 pytestmark = [pytest.mark.faults, pytest.mark.e2e, pytest.mark.timeout(1800 if LONG else 420)]
 
@@ -65,14 +62,7 @@ async def cluster_stack(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[ClusterStack]:
     pg, cluster = cluster_servers
-    admin = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{pg.port}/postgres")
-    try:
-        await admin.execute("CREATE DATABASE signoff")
-    finally:
-        await admin.close()
-    db_url = f"postgresql+asyncpg://postgres@127.0.0.1:{pg.port}/signoff"
-    await asyncio.to_thread(upgrade_all, db_url)
-    engine = create_async_engine(db_url, pool_size=10, pool_pre_ping=True)
+    db_url, engine = await signoff_database(pg)
     proxy = Proxy()
     logs = tmp_path_factory.mktemp("cluster-logs")
     stack = ClusterStack(pg, cluster.nodes[0], proxy, engine, db_url, logs, cluster=cluster)
