@@ -47,6 +47,7 @@ def contract(
         approved_by=approved_by,
         approved_at=now,
         execute_by=now + timedelta(seconds=execute_in_s),
+        approvers=approvers,
     )
 
 

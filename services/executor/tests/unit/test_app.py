@@ -19,5 +19,5 @@ def test_contract_subscriber_has_bounded_prefetch_and_manual_acks() -> None:
     assert subscriber.ack_policy is AckPolicy.MANUAL
     assert runtime.broker.config.graceful_timeout == 3
     paths = {getattr(route, "path", None) for route in app.routes}
-    assert paths == {"/healthz", "/metrics"}
+    assert paths == {"/healthz", "/livez", "/readyz", "/metrics"}
     assert len(runtime.loops) == 2  # the outbox relay and its pruning
