@@ -1,9 +1,10 @@
 """LangGraph adapter: tools that only propose, and a node that pauses the graph for a person.
 
     tools = await signoff_tools(client, kinds=["order.refund_missing_discount"])
-    graph = StateGraph(SignoffState)          # your model node binds ``tools.tools``
-    graph.add_node("tools", ToolNode(tools.tools)); graph.add_node("signoff", wait_for_decision)
-    app = graph.compile(checkpointer=InMemorySaver())   # … model → tools → signoff → model
+    graph = StateGraph(SignoffState)  # your model node offers ``tools.tools``
+    graph.add_node("tools", ToolNode(tools.tools))
+    graph.add_node("signoff", wait_for_decision)  # edges: model → tools → signoff → model
+    app = graph.compile(checkpointer=InMemorySaver())
     paused = await app.ainvoke({"messages": [...]}, config)   # stops at ``interrupt()``
     done = await resume_when_decided(app, config, client, timeout=600)
 

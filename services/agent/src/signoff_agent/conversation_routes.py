@@ -133,17 +133,20 @@ async def read_conversation(
     return views.conversation(row, messages, cards, member.locale, agent.operations)
 
 
+#: a turn's answer: its messages at once, or streamed when the client accepts event streams
+TURN: dict[int | str, dict[str, Any]] = {
+    200: {
+        "model": Turn,
+        "description": "The turn's messages; with `Accept: text/event-stream`, streamed.",
+        "content": event_stream("")[200]["content"],
+    }
+}
+
+
 @router.post(
     "/v1/conversations/{conversation_id}/messages",
     response_model=None,
-    responses={
-        200: {
-            "model": Turn,
-            "description": "The turn's messages; with `Accept: text/event-stream`, streamed.",
-            "content": event_stream("")[200]["content"],
-        }
-    }
-    | responses(403, 404, 409, 422),
+    responses=TURN | responses(403, 404, 409, 422),
 )
 async def post_message(
     conversation_id: str,
