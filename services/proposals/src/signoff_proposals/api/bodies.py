@@ -15,6 +15,8 @@ from signoff_contracts.outcomes import OperationOutcome
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import AuditEntry, PausePointView, ProposalView
 
+from signoff_proposals.policies.domain import Rule
+
 
 class ProposalWithAudit(ProposalView):
     """``GET /v1/proposals/{id}``: the proposal and its append-only audit trail."""
@@ -51,3 +53,24 @@ class ReconciliationPage(BaseModel):
     attempt: ReconciliationAttempt | None
     state: Literal["awaiting_first_check", "none", "checking", "resolved"]
     checks: list[dict[str, Any]] = Field(description="Every check made, oldest first.")
+
+
+class PolicyShown(BaseModel):
+    """An operation kind's approval policy in force (no rules: the default)."""
+
+    operation_kind: str
+    version: int | None
+    rules: list[Rule]
+    summary: list[str] = Field(description="One line per rule.")
+    facts: dict[str, str] = Field(description="The preview facts a rule may test, by type.")
+    set_by: str | None
+    set_at: str | None
+
+
+class PolicyPage(BaseModel):
+    items: list[PolicyShown]
+    next_cursor: str | None
+
+
+class PolicyWithHistory(PolicyShown):
+    history: list[PolicyShown] = Field(description="Every version, newest first.")

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from signoff_contracts.v1 import ApprovalReply
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.members import Authorization
 from signoff_runtime.problems import responses
 from signoff_runtime.tokens import bearer

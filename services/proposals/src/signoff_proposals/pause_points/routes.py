@@ -13,7 +13,8 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from signoff_contracts.status import PausePointStatus
-from signoff_contracts.v1 import ApprovalReply, PausePointView
+from signoff_contracts.v1 import PausePointView
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.members import Authorization, Caller
 from signoff_runtime.openapi import ok
 from signoff_runtime.problems import responses
