@@ -181,6 +181,84 @@ def test_generated_documents_are_current() -> None:
     assert not stale, f"run `signoff docs export` and commit: {stale}"
 
 
+#: operations anyone may call (probes and metrics)
+PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/metrics"}
+READABLE_ID = re.compile(r"[a-z]+(_[a-z]+)+")
+
+
+def openapi_faults(document: dict[str, Any]) -> list[str]:
+    """What keeps a generated client from using an OpenAPI document as it is."""
+    faults = []
+    scheme = document.get("components", {}).get("securitySchemes", {}).get("bearer", {})
+    if (scheme.get("type"), scheme.get("scheme")) != ("http", "bearer"):
+        faults.append("no HTTP bearer security scheme")
+    ids = []
+    for path, operations in document["paths"].items():
+        for method, op in operations.items():
+            where = f"{method.upper()} {path}"
+            ids.append(op.get("operationId", ""))
+            if not READABLE_ID.fullmatch(op.get("operationId", "")):
+                faults.append(f"{where}: operation id {op.get('operationId')!r} is not readable")
+            if path not in PUBLIC_PATHS and op.get("security") != [{"bearer": []}]:
+                faults.append(f"{where}: no bearer security")
+            for status, answer in op["responses"].items():
+                bodies = answer.get("content", {})
+                if status.startswith("2") and not any(b.get("schema") for b in bodies.values()):
+                    faults.append(f"{where}: {status} without a schema")
+                if status.startswith("2") and any(
+                    b.get("schema", {}).get("additionalProperties") is True
+                    and "properties" not in b["schema"]
+                    for b in bodies.values()
+                ):
+                    faults.append(f"{where}: {status} is an untyped object")
+                if status.startswith(("4", "5")) and "application/problem+json" not in bodies:
+                    faults.append(f"{where}: {status} is not a problem document")
+    faults += [f"operation id {i!r} is not unique" for i in set(ids) if ids.count(i) > 1]
+    return faults
+
+
+def test_openapi_documents_are_usable_by_a_generated_client() -> None:
+    documents = sorted((ROOT / "docs/api").glob("*.openapi.json"))
+    assert [d.name for d in documents] == ["agent.openapi.json", "proposals.openapi.json"]
+    for path in documents:
+        assert openapi_faults(json.loads(path.read_text())) == [], path.name
+
+
+def test_the_openapi_check_catches_what_a_generated_client_trips_on() -> None:
+    operation = {"operationId": "list_proposals", "security": [{"bearer": []}]}
+    good = {
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "paths": {
+            "/v1/proposals": {
+                "get": {
+                    **operation,
+                    "responses": {"200": {"content": {"a/b": {"schema": {"type": "string"}}}}},
+                }
+            },
+            "/healthz": {"get": {"operationId": "health_check", "responses": {}}},
+        },
+    }
+    assert openapi_faults(good) == []
+    bad = json.loads(json.dumps(good))
+    listed = bad["paths"]["/v1/proposals"]["get"]
+    listed.update(operationId="list_proposals_v1_proposals_get", security=[])
+    listed["responses"] = {
+        "200": {"description": "OK"},
+        "422": {"content": {"application/json": {"schema": {"type": "object"}}}},
+    }
+    bad["paths"]["/v1/other"] = {"get": {**operation, "operationId": "health_check"}}
+    bad["paths"]["/v1/other"]["get"]["responses"] = {}
+    assert openapi_faults(bad) == [
+        "GET /v1/proposals: operation id 'list_proposals_v1_proposals_get' is not readable",
+        "GET /v1/proposals: no bearer security",
+        "GET /v1/proposals: 200 without a schema",
+        "GET /v1/proposals: 422 is not a problem document",
+        "operation id 'health_check' is not unique",
+    ]
+    del bad["components"]["securitySchemes"]["bearer"]["scheme"]
+    assert openapi_faults(bad)[0] == "no HTTP bearer security scheme"
+
+
 def test_asyncapi_documents_describe_every_queue() -> None:
     consumed = set()
     for path in (ROOT / "docs/api").glob("*.asyncapi.json"):

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory
-from signoff_runtime import retention
+from signoff_runtime import openapi, retention
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.registry import Operations, load_directory, load_operations
@@ -96,7 +96,13 @@ def create_app(
             yield
             await turns.drain(timeout_s=10.0)
 
-    app = FastAPI(title="signoff agent", version="1", lifespan=lifespan)
+    app = FastAPI(
+        title="signoff agent",
+        version="1",
+        lifespan=lifespan,
+        generate_unique_id_function=openapi.operation_id,
+    )
+    openapi.describe(app)
     app.state.proposer = proposer
     app.state.conversations = conversation_routes.Conversations(
         engine=runtime.engine,

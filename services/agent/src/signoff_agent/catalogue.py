@@ -20,7 +20,7 @@ from signoff_contracts.assistants import strict_parameters
 from signoff_contracts.catalogue import Catalogue, OperationInfo
 from signoff_contracts.operations import LOCALES, Actor, Membership, Scope
 from signoff_runtime.members import Authorization, current_member
-from signoff_runtime.problems import Problem
+from signoff_runtime.problems import Problem, responses
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import AGENT_AUDIENCE
 
@@ -68,7 +68,7 @@ async def list_operations(request: Request, authorization: Authorization = None)
     )
 
 
-@router.get("/v1/operations/{kind}", response_model=OperationInfo)
+@router.get("/v1/operations/{kind}", response_model=OperationInfo, responses=responses(404))
 async def show_operation(
     kind: str, request: Request, authorization: Authorization = None
 ) -> OperationInfo:

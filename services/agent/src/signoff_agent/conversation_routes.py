@@ -27,7 +27,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from signoff_contracts.operations import Directory, Membership, Scope
 from signoff_runtime.members import current_member
-from signoff_runtime.problems import Problem, problem_response
+from signoff_runtime.openapi import event_stream, ok
+from signoff_runtime.problems import Problem, problem_response, responses
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.tokens import AGENT_AUDIENCE, bearer
@@ -37,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_agent import repository as repo
 from signoff_agent import streams, views
+from signoff_agent.bodies import Conversation, Turn
 from signoff_agent.proposing import OnBehalf
 from signoff_agent.sections import Sections, UnknownSection
 from signoff_agent.settings import AgentGroup
@@ -93,7 +95,7 @@ def _agent(request: Request) -> Conversations:
     return agent
 
 
-@router.post("/v1/conversations", status_code=201)
+@router.post("/v1/conversations", status_code=201, **ok(Conversation, 404, 422, status=201))
 async def open_conversation(
     body: OpenBody, request: Request, authorization: str | None = Header(default=None)
 ) -> JSONResponse:
@@ -116,7 +118,7 @@ async def open_conversation(
     return JSONResponse(view, status_code=201, headers={"Location": f"/v1/conversations/{row.id}"})
 
 
-@router.get("/v1/conversations/{conversation_id}")
+@router.get("/v1/conversations/{conversation_id}", **ok(Conversation, 404))
 async def read_conversation(
     conversation_id: str, request: Request, authorization: str | None = Header(default=None)
 ) -> dict[str, Any]:
@@ -131,7 +133,21 @@ async def read_conversation(
     return views.conversation(row, messages, cards, member.locale, agent.operations)
 
 
-@router.post("/v1/conversations/{conversation_id}/messages")
+#: a turn's answer: its messages at once, or streamed when the client accepts event streams
+TURN: dict[int | str, dict[str, Any]] = {
+    200: {
+        "model": Turn,
+        "description": "The turn's messages; with `Accept: text/event-stream`, streamed.",
+        "content": event_stream("")[200]["content"],
+    }
+}
+
+
+@router.post(
+    "/v1/conversations/{conversation_id}/messages",
+    response_model=None,
+    responses=TURN | responses(403, 404, 409, 422),
+)
 async def post_message(
     conversation_id: str,
     body: MessageBody,
@@ -191,7 +207,12 @@ async def _streamed_turn(
     yield streams.frame(None, "done", {"turn_id": turn_id})
 
 
-@router.get("/v1/conversations/{conversation_id}/events")
+@router.get(
+    "/v1/conversations/{conversation_id}/events",
+    response_class=StreamingResponse,
+    responses=event_stream("The conversation's journal, live; resumable with Last-Event-ID.")
+    | responses(404, 429),
+)
 async def conversation_events(
     conversation_id: str,
     request: Request,

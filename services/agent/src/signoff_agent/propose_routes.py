@@ -26,6 +26,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from signoff_contracts.operations import Rejected
 from signoff_runtime.members import current_member
+from signoff_runtime.openapi import ok
 from signoff_runtime.problems import Problem, problem_response
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import AGENT_AUDIENCE, bearer
@@ -33,6 +34,7 @@ from signoff_runtime.unit_of_work import unit_of_work
 from signoff_runtime.validation import problem_errors
 
 from signoff_agent import repository as repo
+from signoff_agent.bodies import Proposed
 from signoff_agent.proposing import NotStored, OnBehalf, ProposalsUnavailable, Proposer
 
 log = structlog.get_logger(__name__)
@@ -46,8 +48,12 @@ class ProposeBody(BaseModel):
     request: dict[str, Any]
 
 
-@router.post("/v1/operations/{kind}/propose", status_code=201)
-async def propose(
+@router.post(
+    "/v1/operations/{kind}/propose",
+    status_code=201,
+    **ok(Proposed, 403, 404, 422, 429, 503, status=201),
+)
+async def propose_operation(
     kind: str,
     body: ProposeBody,
     request: Request,

@@ -16,8 +16,10 @@ from typing import Any
 
 from fastapi import APIRouter, Header, Query, Request
 from signoff_contracts.operations import LOCALES
+from signoff_runtime.openapi import ok
 from signoff_runtime.problems import Problem
 
+from signoff_agent.bodies import Resources, Sections
 from signoff_agent.conversation_routes import Conversations
 from signoff_agent.sections import UnknownSection
 
@@ -30,7 +32,7 @@ def _agent(request: Request) -> Conversations:
     return agent
 
 
-@router.get("/v1/sections")
+@router.get("/v1/sections", **ok(Sections))
 async def list_sections(
     request: Request, authorization: str | None = Header(default=None)
 ) -> dict[str, Any]:
@@ -49,7 +51,7 @@ async def list_sections(
     return {"items": items, "next_cursor": None}
 
 
-@router.get("/v1/sections/{section}/resources")
+@router.get("/v1/sections/{section}/resources", **ok(Resources, 404))
 async def list_resources(
     section: str,
     request: Request,

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory
-from signoff_runtime import retention, unsafe
+from signoff_runtime import openapi, retention, unsafe
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.members import Members
@@ -68,7 +68,12 @@ def create_app(
         async with runtime.running():
             yield
 
-    app = FastAPI(title="signoff proposals", lifespan=lifespan)
+    app = FastAPI(
+        title="signoff proposals",
+        lifespan=lifespan,
+        generate_unique_id_function=openapi.operation_id,
+    )
+    openapi.describe(app)
     app.state.context = ctx
     Members(settings.auth, people, runtime.engine, PROPOSALS_AUDIENCE).install(app)
     app.state.runtime = runtime

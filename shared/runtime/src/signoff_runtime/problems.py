@@ -16,6 +16,7 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
 from signoff_contracts.ids import new_id
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -48,6 +49,45 @@ class Problem(Exception):
             doc["detail"] = self.detail
         doc.update(self.extra)
         return doc
+
+
+class ProblemDocument(BaseModel):
+    """What every error answer holds (``application/problem+json``), for the OpenAPI documents.
+
+    Members beyond these say more about one kind of problem (``errors``, ``reason``,
+    ``correlation_id``, ``retry_after_s`` ...).
+    """
+
+    model_config = ConfigDict(extra="allow", title="Problem")
+
+    type: str = Field(description="`urn:signoff:problem:<code>`.")
+    title: str
+    status: int
+    code: str = Field(description="What went wrong, for programs: stable, snake_case.")
+    detail: str | None = None
+
+
+_DESCRIPTIONS = {
+    400: "The request is malformed.",
+    401: "No valid bearer token.",
+    403: "The caller may not do this.",
+    404: "No such resource in the caller's organization.",
+    409: "The resource's state does not allow it now.",
+    422: "The request is not valid.",
+    429: "Too many requests; try again later.",
+    503: "Temporarily unavailable; try again (see Retry-After).",
+}
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` for a route: each status answered with a problem document."""
+    return {
+        status: {
+            "description": _DESCRIPTIONS.get(status, "A problem."),
+            "content": {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+        for status in statuses
+    }
 
 
 def problem_response(problem: Problem) -> JSONResponse:

@@ -27,7 +27,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from signoff_contracts.operations import Membership
 from signoff_runtime.members import Authorization
-from signoff_runtime.problems import Problem
+from signoff_runtime.openapi import event_stream
+from signoff_runtime.problems import Problem, responses
 
 from signoff_proposals.api.http import member_of
 from signoff_proposals.context import Context
@@ -142,8 +143,14 @@ async def _still_member(ctx: Context, member: Membership) -> bool:
 def router(ctx: Context, hub: ChangeHub) -> APIRouter:
     api = APIRouter()
 
-    @api.get("/v1/events")
-    async def events(request: Request, authorization: Authorization = None) -> StreamingResponse:
+    @api.get(
+        "/v1/events",
+        response_class=StreamingResponse,
+        responses=event_stream("Changes to the organization's proposals, live.") | responses(429),
+    )
+    async def organization_events(
+        request: Request, authorization: Authorization = None
+    ) -> StreamingResponse:
         member = await member_of(ctx, authorization)
         if (
             hub.open_per_person.get(member.user_id, 0)

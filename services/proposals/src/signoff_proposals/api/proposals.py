@@ -14,10 +14,12 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from signoff_contracts.status import ProposalStatus
 from signoff_runtime.members import Authorization, Caller, Reader
-from signoff_runtime.problems import Problem
+from signoff_runtime.openapi import event_stream, ok
+from signoff_runtime.problems import Problem, responses
 from sqlalchemy.engine import Row
 
 from signoff_proposals.api import waiting
+from signoff_proposals.api.bodies import ProposalPage, ProposalWithAudit
 from signoff_proposals.api.events import ChangeHub
 from signoff_proposals.api.http import keyset, member_of, not_found
 from signoff_proposals.context import Context
@@ -40,7 +42,7 @@ SEEN = "The status the client last saw (default: the status when the request arr
 def router(ctx: Context, hub: ChangeHub) -> APIRouter:
     api = APIRouter(prefix="/v1/proposals")
 
-    @api.get("")
+    @api.get("", **ok(ProposalPage, 400))
     async def list_proposals(
         reader: Caller,
         status: ProposalStatus | None = None,
@@ -53,8 +55,8 @@ def router(ctx: Context, hub: ChangeHub) -> APIRouter:
         )
         return domain.page(rows, size, repo.view)
 
-    @api.get("/{proposal_id}")
-    async def show(
+    @api.get("/{proposal_id}", **ok(ProposalWithAudit, 404))
+    async def show_proposal(
         proposal_id: str,
         authorization: Authorization = None,
         wait: Annotated[float | None, Query(gt=0, description=WAIT)] = None,
@@ -75,8 +77,13 @@ def router(ctx: Context, hub: ChangeHub) -> APIRouter:
             "audit": [entry.model_dump(mode="json") for entry in trail],
         }
 
-    @api.get("/{proposal_id}/events", response_class=StreamingResponse)
-    async def events(
+    @api.get(
+        "/{proposal_id}/events",
+        response_class=StreamingResponse,
+        responses=event_stream("Each audit entry, live; ends after a terminal status.")
+        | responses(404, 429),
+    )
+    async def proposal_events(
         proposal_id: str,
         request: Request,
         authorization: Authorization = None,

@@ -42,8 +42,14 @@ def _frame(entry: Any, status: str) -> str:
 
 
 async def _entries_after(ctx: Context, proposal_id: str, after: int) -> tuple[list[Any], str]:
-    """Audit entries after ``after``, and the proposal's status, read together."""
+    """Audit entries after ``after``, and the proposal's status, from one snapshot.
+
+    Under READ COMMITTED each statement would see its own snapshot: a decision committed
+    between the two reads would show as a terminal status whose entry was not read, and the
+    stream would end without it.
+    """
     async with ctx.engine.connect() as conn:
+        await conn.execution_options(isolation_level="REPEATABLE READ")
         rows = (
             await conn.execute(
                 select(audit)

@@ -11,7 +11,9 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.members import Authorization
+from signoff_runtime.problems import responses
 from signoff_runtime.tokens import bearer
 from signoff_runtime.unit_of_work import unit_of_work
 
@@ -32,16 +34,22 @@ class ReviseBody(BaseModel):
     request: dict[str, Any]
 
 
+DECISION: dict[str, Any] = {
+    "response_model": ApprovalReply,
+    "responses": responses(403, 404, 409, 422, 429, 503),
+}
+
+
 def router(ctx: Context) -> APIRouter:
     api = APIRouter(prefix="/v1/proposals")
 
-    @api.post("/{proposal_id}/approve")
+    @api.post("/{proposal_id}/approve", name="approve_proposal", **DECISION)
     async def approve(proposal_id: str, authorization: Authorization = None) -> JSONResponse:
         async with unit_of_work(ctx.engine) as tx:
             reply = await decide.approve(ctx, tx, bearer(authorization), proposal_id)
         return respond("approve", reply)
 
-    @api.post("/{proposal_id}/decline")
+    @api.post("/{proposal_id}/decline", name="decline_proposal", **DECISION)
     async def decline(
         proposal_id: str, body: DeclineBody | None = None, authorization: Authorization = None
     ) -> JSONResponse:
@@ -50,7 +58,7 @@ def router(ctx: Context) -> APIRouter:
             reply = await decide.decline(ctx, tx, bearer(authorization), proposal_id, reason)
         return respond("decline", reply)
 
-    @api.post("/{proposal_id}/withdraw")
+    @api.post("/{proposal_id}/withdraw", name="withdraw_proposal", **DECISION)
     async def withdraw(
         proposal_id: str, body: DeclineBody | None = None, authorization: Authorization = None
     ) -> JSONResponse:
@@ -60,7 +68,7 @@ def router(ctx: Context) -> APIRouter:
             reply = await withdrawals.withdraw(ctx, tx, bearer(authorization), proposal_id, reason)
         return respond("withdraw", reply)
 
-    @api.post("/{proposal_id}/revise")
+    @api.post("/{proposal_id}/revise", name="revise_proposal", **DECISION)
     async def revise(
         proposal_id: str, body: ReviseBody, authorization: Authorization = None
     ) -> JSONResponse:

@@ -13,10 +13,15 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from signoff_contracts.status import PausePointStatus
+from signoff_contracts.v1 import PausePointView
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.members import Authorization, Caller
+from signoff_runtime.openapi import ok
+from signoff_runtime.problems import responses
 from signoff_runtime.tokens import bearer
 from signoff_runtime.unit_of_work import unit_of_work
 
+from signoff_proposals.api.bodies import PausePointPage
 from signoff_proposals.api.http import keyset, not_found, respond
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain
@@ -39,7 +44,7 @@ class ResolveBody(BaseModel):
 def router(ctx: Context) -> APIRouter:
     api = APIRouter(prefix="/v1/pause-points")
 
-    @api.get("")
+    @api.get("", **ok(PausePointPage, 400))
     async def list_pause_points(
         reader: Caller,
         status: PausePointStatus | None = None,
@@ -58,8 +63,8 @@ def router(ctx: Context) -> APIRouter:
         )
         return domain.page(rows, size, pause_repo.view)
 
-    @api.get("/{pause_point_id}")
-    async def show(pause_point_id: str, reader: Caller) -> dict[str, Any]:
+    @api.get("/{pause_point_id}", **ok(PausePointView, 404))
+    async def show_pause_point(pause_point_id: str, reader: Caller) -> dict[str, Any]:
         row = await pause_repo.get(reader.conn, pause_point_id)
         # someone else's owner-only pause point is as invisible as another organization's
         if (
@@ -70,8 +75,12 @@ def router(ctx: Context) -> APIRouter:
             raise not_found()
         return pause_repo.view(row).model_dump(mode="json")
 
-    @api.post("/{pause_point_id}/resolve")
-    async def resolve(
+    @api.post(
+        "/{pause_point_id}/resolve",
+        response_model=ApprovalReply,
+        responses=responses(403, 404, 409, 422, 429, 503),
+    )
+    async def resolve_pause_point(
         pause_point_id: str, body: ResolveBody, authorization: Authorization = None
     ) -> JSONResponse:
         answer = Resolution(body.action, body.option, body.data, body.reply, body.payload)

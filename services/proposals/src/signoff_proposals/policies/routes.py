@@ -12,9 +12,11 @@ from typing import Any
 from fastapi import APIRouter
 from signoff_contracts.operations import Actor
 from signoff_runtime.members import Caller, Reader
+from signoff_runtime.openapi import ok
 from signoff_runtime.problems import Problem
 from signoff_runtime.registry import UnknownOperation
 
+from signoff_proposals.api.bodies import PolicyPage, PolicyShown, PolicyWithHistory
 from signoff_proposals.context import Context
 from signoff_proposals.policies import domain, manage
 from signoff_proposals.policies import repository as policies
@@ -37,14 +39,14 @@ def _check(ctx: Context, reader: Reader, kind: str | None = None) -> None:
 def router(ctx: Context) -> APIRouter:
     api = APIRouter(prefix="/v1/policies")
 
-    @api.get("")
+    @api.get("", **ok(PolicyPage, 403))
     async def list_policies(reader: Caller) -> dict[str, Any]:
         _check(ctx, reader)
         items = await manage.listing(reader.conn, ctx.operations, reader.organization_id)
         return {"items": items, "next_cursor": None}
 
-    @api.get("/{kind}")
-    async def show(kind: str, reader: Caller) -> dict[str, Any]:
+    @api.get("/{kind}", **ok(PolicyWithHistory, 403, 404))
+    async def show_policy(kind: str, reader: Caller) -> dict[str, Any]:
         _check(ctx, reader, kind)
         versions = await policies.history(reader.conn, reader.organization_id, kind)
         return {
@@ -52,8 +54,8 @@ def router(ctx: Context) -> APIRouter:
             "history": [manage.shown(ctx.operations, kind, v) for v in reversed(versions)],
         }
 
-    @api.put("/{kind}")
-    async def put(kind: str, body: domain.Policy, reader: Caller) -> dict[str, Any]:
+    @api.put("/{kind}", **ok(PolicyShown, 403, 404, 422))
+    async def put_policy(kind: str, body: domain.Policy, reader: Caller) -> dict[str, Any]:
         _check(ctx, reader, kind)
         try:
             async with ctx.engine.begin() as conn:
