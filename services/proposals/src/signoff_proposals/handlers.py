@@ -33,6 +33,7 @@ from signoff_runtime.senders import Senders, broker_user
 from signoff_proposals.context import Context
 from signoff_proposals.decisions import handlers as decision_handlers
 from signoff_proposals.intake import handlers as intake_handlers
+from signoff_proposals.notifications import enqueue as notification_handlers
 from signoff_proposals.outcomes import handlers as outcome_handlers
 from signoff_proposals.pause_points import handlers as pause_point_handlers
 from signoff_proposals.rejections import rejecting
@@ -75,6 +76,10 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
     consume(
         "proposals.reconciliation",
         lambda msg: lambda: outcome_handlers.reconciliation_checked(ctx, msg),
+    )
+    consume(
+        "proposals.notifications",
+        lambda msg: lambda: notification_handlers.on_event(ctx, msg),
     )
 
 
