@@ -21,6 +21,7 @@ from typing import Any
 import uvicorn
 from aiosmtpd.controller import Controller
 from signoff_proposals.notifications import signing
+from signoff_runtime.testing import wait_until
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -61,14 +62,18 @@ class Receiver:
         config = uvicorn.Config(self, log_config=None, lifespan="off", access_log=False)
         self.server = uvicorn.Server(config)
         self.task = asyncio.create_task(self.server.serve(sockets=[self.sock]))
-        while not self.server.started:
-            await asyncio.sleep(0.01)
+        server = self.server
+        await wait_until(lambda: _started(server), timeout=10, what="the receiver to listen")
 
     async def stop(self) -> None:
         if self.server is not None and self.task is not None:
             self.server.should_exit = True
             await self.task
         self.sock.close()
+
+
+async def _started(server: uvicorn.Server) -> bool:
+    return server.started
 
 
 def _bound() -> socket.socket:

@@ -167,7 +167,6 @@ class TableDirectory:
             for r in rows
         ]
 
-
     async def contacts(self, conn: Any, organization_id: str) -> list[Contact]:
         """Every member, reached at ``<user_id>@example.test``."""
         rows = await conn.execute(
