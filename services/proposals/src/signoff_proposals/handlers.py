@@ -73,14 +73,17 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
     for key, answer in answered.items():
         consume(key, _answering(ctx, broker, key, answer))
     consume("proposals.outcomes", lambda msg: lambda: outcome_handlers.outcome(ctx, msg))
-    consume(
-        "proposals.reconciliation",
-        lambda msg: lambda: outcome_handlers.reconciliation_checked(ctx, msg),
-    )
+    consume("proposals.reconciliation", lambda msg: lambda: _checked(ctx, msg))
     consume(
         "proposals.notifications",
         lambda msg: lambda: notification_handlers.on_event(ctx, msg),
     )
+
+
+async def _checked(ctx: Context, msg: Message) -> None:
+    """Record the check, then notify of an escalation (each idempotent: a retry redoes neither)."""
+    await outcome_handlers.reconciliation_checked(ctx, msg)
+    await notification_handlers.on_reconciliation_checked(ctx, msg)
 
 
 def _answering(

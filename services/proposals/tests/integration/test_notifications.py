@@ -19,14 +19,15 @@ from notify_receivers import Mail, Mailbox, Receiver
 from proposals_testdomain import build
 from proposals_testkit import Harness, forget_unsent_outbox
 from signoff_contracts.ids import new_id
+from signoff_contracts.v1 import ReconciliationChecked
 from signoff_proposals.app import create_app
 from signoff_proposals.notifications import signing
 from signoff_proposals.notifications.settings import NotifyGroup
 from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.settings import broker_user
-from signoff_runtime.testing import wait_until
+from signoff_runtime.testing import never, wait_until
 from signoff_runtime.testing.processes import free_port
-from signoff_runtime.topology import Topology
+from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -175,6 +176,38 @@ async def test_slack_format_carries_the_preview_lines_and_the_card_link(
     assert fields == [{"type": "mrkdwn", "text": "*member*\nusr_alice"}]
     button = next(b for b in body["blocks"] if b["type"] == "actions")["elements"][0]
     assert button["url"] == f"{WEB}/proposals/{pid}"
+
+
+async def test_an_escalation_is_posted_once_per_attempt(
+    service: Harness, receiver: Receiver
+) -> None:
+    org = new_id("org")
+    await receiver.start()
+    made = await subscribe(service, org, receiver.url, events=["escalated"])
+    receiver.secret = made["secret"]
+    pid = await service.pending(org)
+    for number in (1, 2):  # every check past the bound says "escalated": one notice
+        check = ReconciliationChecked(
+            proposal_id=pid,
+            attempt_id="att_1",
+            check=number,
+            result="pending",
+            escalated=True,
+            correlation_id=pid,
+            source="reconciler",
+        )
+        await service.broker.publish(
+            check.model_dump_json().encode(),
+            exchange=service.topology.name("outcomes"),
+            routing_key=ROUTING_KEYS["proposals.reconciliation"],
+            persist=True,
+            message_id=check.message_id,
+            user_id=service.user_id,
+        )
+    got = (await wait_until(lambda: _count(receiver, 1), what="the escalation"))[0]
+    assert got.verified and got.json()["type"] == "proposal.escalated"
+    assert got.json()["proposal_id"] == pid
+    await never(lambda: _count(receiver, 2), within=1.0, what="a second escalation notice")
 
 
 async def test_nothing_is_lost_across_a_restart_of_the_notifier(

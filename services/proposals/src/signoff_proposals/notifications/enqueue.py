@@ -16,7 +16,7 @@ from typing import Any
 from faststream.rabbit.message import RabbitMessage as Message
 from signoff_contracts.operations import Actor, Scope
 from signoff_contracts.roster import Roster
-from signoff_contracts.v1 import ProposalEvent
+from signoff_contracts.v1 import ProposalEvent, ReconciliationChecked
 from signoff_runtime.inbox import first_delivery
 from signoff_runtime.registry import UnknownOperation
 from sqlalchemy import func, select
@@ -24,7 +24,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_proposals.context import Context
-from signoff_proposals.notifications.payloads import Summary, summarize
+from signoff_proposals.lifecycle import repository
+from signoff_proposals.notifications.payloads import Summary, summarize, summary_of
 from signoff_proposals.notifications.tables import deliveries, preferences, subscriptions
 from signoff_proposals.tables import inbox
 
@@ -38,6 +39,32 @@ async def on_event(ctx: Context, msg: Message) -> None:
         rows = await _webhook_rows(conn, summary)
         if event.event == "created" and ctx.settings.notify.email_enabled:
             rows += await _email_rows(ctx, conn, event, summary)
+        if rows:
+            await conn.execute(
+                insert(deliveries).values(rows).on_conflict_do_nothing(index_elements=["dedup_key"])
+            )
+
+
+async def on_reconciliation_checked(ctx: Context, msg: Message) -> None:
+    """An uncertain attempt past the reconciler's escalation bound: ``escalated`` webhooks, once
+    per attempt (the check itself was recorded by ``outcomes`` just before)."""
+    check = ReconciliationChecked.model_validate_json(msg.body)
+    if not check.escalated:
+        return
+    async with ctx.engine.begin() as conn:
+        row = await repository.get(conn, check.proposal_id)
+        key = f"notify:escalated:{check.proposal_id}:{check.attempt_id}"
+        if row is None or not await first_delivery(conn, inbox, key):
+            return
+        summary = summary_of(
+            repository.view(row),
+            "escalated",
+            check.occurred_at,
+            key,
+            ctx.operations,
+            ctx.settings.notify.web_url,
+        )
+        rows = await _webhook_rows(conn, summary)
         if rows:
             await conn.execute(
                 insert(deliveries).values(rows).on_conflict_do_nothing(index_elements=["dedup_key"])

@@ -8,10 +8,11 @@ web's card, which asks the reader to sign in: it carries no token and authorizes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from email.message import EmailMessage
 from typing import Any
 
-from signoff_contracts.v1 import ProposalEvent
+from signoff_contracts.v1 import ProposalEvent, ProposalView
 from signoff_runtime.registry import Operations, UnknownOperation
 
 #: what each event says in a subject or a chat line
@@ -63,7 +64,19 @@ class Summary:
 
 
 def summarize(event: ProposalEvent, operations: Operations, web_url: str) -> Summary:
-    view = event.proposal
+    return summary_of(
+        event.proposal, event.event, event.occurred_at, event.message_id, operations, web_url
+    )
+
+
+def summary_of(
+    view: ProposalView,
+    event: str,
+    occurred_at: datetime,
+    message_id: str,
+    operations: Operations,
+    web_url: str,
+) -> Summary:
     title, lines = view.operation_kind, []
     try:
         op = operations.get(view.operation_kind, view.contract_version)
@@ -74,14 +87,14 @@ def summarize(event: ProposalEvent, operations: Operations, web_url: str) -> Sum
     return Summary(
         proposal_id=view.id,
         organization_id=view.organization_id,
-        event=event.event,
+        event=event,
         status=view.status.value,
         title=title,
         lines=lines,
         url=card_url(web_url, view.id),
         expires_at=view.expires_at.isoformat(),
-        occurred_at=event.occurred_at.isoformat(),
-        message_id=event.message_id,
+        occurred_at=occurred_at.isoformat(),
+        message_id=message_id,
         outcome=view.outcome.type if view.outcome is not None else None,
     )
 

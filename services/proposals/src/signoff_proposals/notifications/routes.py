@@ -22,7 +22,7 @@ from signoff_proposals.context import Context
 from signoff_proposals.notifications import signing
 from signoff_proposals.notifications.tables import deliveries, preferences, subscriptions
 
-Event = Literal["created", "decided", "executing", "outcome", "superseded", "expired"]
+Event = Literal["created", "decided", "executing", "outcome", "superseded", "expired", "escalated"]
 LOG_SIZE = 100
 
 
@@ -34,7 +34,7 @@ class NewWebhook(BaseModel):
         default="signoff",
         description="`signoff`: the JSON event; `slack`: a Slack incoming-webhook message.",
     )
-    events: list[Event] = Field(min_length=1, max_length=6)
+    events: list[Event] = Field(min_length=1, max_length=7)
     description: str = Field(default="", max_length=200)
 
 
