@@ -42,7 +42,7 @@ class _Keep:
     def __init__(self) -> None:
         self.mails: list[tuple[list[str], Message]] = []
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         self.mails.append((list(envelope.rcpt_tos), email.message_from_bytes(envelope.content)))
         return "250 OK"
 
