@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 from signoff_client import SignoffClient, Unavailable
 
-PROPOSED = {
+PROPOSAL_ID = "prp_01jz0000000000000000000000"
+PROPOSED: dict[str, Any] = {
     "proposal": {
-        "id": "prp_01jz0000000000000000000000",
+        "id": PROPOSAL_ID,
         "organization_id": "org_1",
         "requested_by": "usr_1",
         "section": "orders",
@@ -43,7 +46,7 @@ def test_a_503_then_a_dropped_connection_are_retried_with_the_same_idempotency_k
 
     with _client(httpx.MockTransport(answer)) as signoff:
         proposed = signoff.propose("order.refund_missing_discount", "ord_1", {"x": 1})
-    assert proposed.proposal.id == PROPOSED["proposal"]["id"]
+    assert proposed.proposal.id == PROPOSAL_ID
     assert len(keys) == 3 and len(set(keys)) == 1
 
 

@@ -16,8 +16,12 @@ _ROW = re.compile(r"^\| `(signoff_[a-z_]+)` \| (\w+) \| [^|]* \| ([^|]+) \| (yes
 #: PromQL words that are not metric names
 _PROMQL = {
     "sum", "max", "min", "by", "rate", "increase", "deriv", "histogram_quantile", "clamp_min",
-    "min_over_time", "and", "or", "le", "without", "on", "ignoring",
+    "min_over_time", "and", "or", "le", "without", "on", "ignoring", "absent", "time",
 }  # fmt: skip
+#: rows of docs/metrics.md's table of metrics scraped from others (Prometheus, RabbitMQ)
+_EXTERNAL_ROW = re.compile(
+    r"^\| `((?:rabbitmq_|up\b)[a-z_]*)` \| (\w+) \| [^|]* \| ([^|]+) \|", re.M
+)
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
 
@@ -32,6 +36,11 @@ def documented() -> dict[str, dict[str, Any]]:
         }
         for name, kind, services, lifecycle in _ROW.findall(text)
     }
+
+
+def external() -> set[str]:
+    """``docs/metrics.md``'s metrics that are not signoff's own: ``up`` and RabbitMQ's."""
+    return {name for name, _, _ in _EXTERNAL_ROW.findall((ROOT / "docs/metrics.md").read_text())}
 
 
 def metric_names(expr: str) -> set[str]:

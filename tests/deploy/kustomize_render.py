@@ -1,5 +1,5 @@
-"""A small kustomize renderer: resources (recursively), namespace, images, JSON6902 patches,
-secret generators from env files.
+"""A small kustomize renderer: resources (recursively), components, namespace, images, JSON6902
+patches, secret generators from env files.
 
 Just what ``deploy/k8s`` uses, so the checks need no cluster and no kustomize binary; a test
 compares its output with ``kubectl kustomize`` where that is installed. ``target`` gives the
@@ -50,12 +50,13 @@ def _filled() -> Path:
 def _generated(name: str) -> str:
     """What an operator following secrets.env.example writes for ``name``."""
     kid, private, public = keys.generate()
-    if name == "contract-signing-key":
+    if name in {"contract-signing-key", "token-signing-key"}:
         return private
     if name.endswith("-keys"):
         return json.dumps({kid: public})
-    if name == "database-url":
-        return f"postgresql+asyncpg://signoff:{secrets.token_urlsafe(18)}@postgres:5432/signoff"
+    if name.startswith("database-url"):
+        role = "signoff" + name.removeprefix("database-url").replace("-", "_")
+        return f"postgresql+asyncpg://{role}:{secrets.token_urlsafe(18)}@postgres:5432/signoff"
     if name.startswith("amqp-url-"):
         user = "executor" if name == "amqp-url-keda" else name.removeprefix("amqp-url-")
         return f"amqp://{user}:{secrets.token_urlsafe(18)}@rabbitmq:5672/"
@@ -90,6 +91,8 @@ def render(directory: Path) -> list[dict[str, Any]]:
     for resource in spec.get("resources", []):
         path = directory / resource
         docs += render(path) if path.is_dir() else [copy.deepcopy(d) for d in yaml_docs(path)]
+    for component in spec.get("components", []):
+        docs += _component(directory / component)
     docs += _generate_secrets(directory, spec)
     for label in spec.get("labels", []):
         for doc in docs:
@@ -110,11 +113,18 @@ def render(directory: Path) -> list[dict[str, Any]]:
     return docs
 
 
+def _component(directory: Path) -> list[dict[str, Any]]:
+    """A ``kind: Component``: its resources added; its patches applied to everything so far."""
+    spec = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    assert spec["kind"] == "Component" and not spec.get("patches"), "only resources are supported"
+    return [copy.deepcopy(d) for r in spec.get("resources", []) for d in yaml_docs(directory / r)]
+
+
 def _containers(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for doc in docs:
         pod = doc.get("spec", {}).get("template", {}).get("spec", {})
-        out += pod.get("containers", [])
+        out += pod.get("initContainers", []) + pod.get("containers", [])
     return out
 
 

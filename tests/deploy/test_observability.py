@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+import yaml
 from deploy_files import (
     DEPLOY,
     ROOT,
@@ -12,6 +13,7 @@ from deploy_files import (
     base_name,
     dashboard_exprs,
     documented,
+    external,
     metric_names,
 )
 from prometheus_client import REGISTRY
@@ -46,6 +48,7 @@ def test_documented_metrics_are_defined_in_code() -> None:
     import signoff_proposals.lifecycle.metrics
     import signoff_proposals.metrics  # noqa: F401
     import signoff_reconciler.metrics  # noqa: F401
+    import signoff_runtime.http_metrics
     import signoff_runtime.metrics  # noqa: F401
 
     registered = {
@@ -68,7 +71,8 @@ def test_metric_name_parser() -> None:
 def test_expressions_reference_documented_metrics(source: str) -> None:
     exprs = dashboard_exprs() if source == "dashboard" else alert_exprs()
     assert exprs
-    known = set(documented())
+    known = set(documented()) | external()
+    assert {"up", "rabbitmq_detailed_queue_messages_ready"} <= external()
     used = {base_name(name) for expr in exprs for name in metric_names(expr)}
     assert used, "no metric found in the expressions"
     assert used <= known, f"{source} uses undocumented metrics: {sorted(used - known)}"
@@ -83,13 +87,13 @@ def test_dashboard_covers_the_operating_questions() -> None:
         "signoff_reconciler_open_checks",  # reconciliation backlog
         "signoff_messages_dead_lettered_total",  # DLQ
         "signoff_outbox_oldest_unsent_age_seconds",  # outbox lag
+        "rabbitmq_detailed_queue_messages_ready",  # queue depths, from RabbitMQ's own plugin
+        "signoff_http_requests_total",  # request rate and errors by route
     ):
         assert needle in exprs, needle
 
 
 def test_grafana_provisioning_points_at_the_dashboard() -> None:
-    import yaml
-
     provider = yaml.safe_load((DEPLOY / "grafana/provisioning/dashboards/signoff.yml").read_text())
     path = provider["providers"][0]["options"]["path"]
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -125,5 +129,42 @@ def test_alerts_cover_the_failure_modes() -> None:
         "signoff_outbox_oldest_unsent_age_seconds",  # outbox lag
         "signoff_messages_dead_lettered_total",  # DLQ not empty
         'result!="ok"',  # error rate
+        "signoff_outbox_relay_heartbeat_timestamp_seconds",  # a relay stalled or gone
     ):
         assert needle in exprs, needle
+
+
+def test_every_service_and_relay_has_an_up_and_an_absent_alert() -> None:
+    exprs = " ".join(alert_exprs())
+    for service in ("web", "agent", "proposals", "executor", "reconciler"):
+        assert "up{job=~" in exprs and service in exprs.split("up{job=~")[1].split("}")[0]
+        assert f'absent(up{{job="signoff-{service}"}})' in exprs, service
+    for schema in ("proposals", "executor", "reconciler"):
+        heartbeat = f'signoff_outbox_relay_heartbeat_timestamp_seconds{{schema="{schema}"}}'
+        assert f"absent({heartbeat})" in exprs, schema
+
+
+def test_the_pile_up_alert_is_one_alert_not_one_per_replica() -> None:
+    """Each proposals replica reports the same database count: the rule aggregates first."""
+    rules = yaml.safe_load((DEPLOY / "prometheus/alerts.yml").read_text())
+    [pile_up] = [
+        r for g in rules["groups"] for r in g["rules"] if r["alert"] == "SignoffExecutingPileUp"
+    ]
+    assert pile_up["expr"].startswith("min_over_time(max(signoff_proposals_in_state")
+
+
+def test_prometheus_scrapes_the_metrics_ports_and_rabbitmq() -> None:
+    config = yaml.safe_load((DEPLOY / "prometheus/prometheus.yml").read_text())
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    static = {
+        name: job["static_configs"][0]["targets"]
+        for name, job in jobs.items()
+        if "static_configs" in job
+    }
+    assert static["signoff-web"] == ["web:9100"]
+    assert static["signoff-agent"] == ["agent:9101"]
+    assert static["signoff-proposals"] == ["proposals:9102"]
+    assert jobs["rabbitmq-queues"]["params"] == {"family": ["queue_coarse_metrics"]}
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    for name, port in (("web", "9100"), ("agent", "9101"), ("proposals", "9102")):
+        assert services[name]["environment"]["SIGNOFF_METRICS__PORT"] == port

@@ -29,7 +29,16 @@ from signoff_runtime.topology import ROUTING_KEYS
 
 pytestmark = pytest.mark.e2e
 REFUND = "order.refund_missing_discount"
-PUBLIC = {"/healthz", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+PUBLIC = {
+    "/livez",
+    "/readyz",
+    "/healthz",
+    "/metrics",
+    "/openapi.json",
+    "/docs",
+    "/docs/oauth2-redirect",
+    "/redoc",
+}
 
 
 def refund_request(org: dict[str, Any]) -> dict[str, str]:

@@ -44,6 +44,8 @@ REFUND = "order.refund_missing_discount"
 #: and the page that shows a link's full address before leaving (it never redirects by itself)
 PUBLIC = {
     ("GET", "/leave"),
+    ("GET", "/livez"),
+    ("GET", "/readyz"),
     ("GET", "/healthz"),
     ("GET", "/metrics"),
     ("GET", "/openapi.json"),

@@ -17,17 +17,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 import pytest_asyncio
-from signoff_runtime.migrations import upgrade_all
-from sqlalchemy.ext.asyncio import create_async_engine
 
 sys.path.insert(0, str(Path(__file__).parent))  # faults_*: module names no other suite uses
 
 from faults_proxy import Proxy
 from faults_run import RESULTS, SESSION_STARTED, findings, table, write_docs
-from faults_servers import PrivatePostgres, PrivateRabbit
+from faults_servers import PrivatePostgres, PrivateRabbit, signoff_database
 from faults_stack import FaultStack
 
 
@@ -72,14 +69,7 @@ async def fault_stack(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[FaultStack]:
     pg, rabbit = private_servers
-    admin = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{pg.port}/postgres")
-    try:
-        await admin.execute("CREATE DATABASE signoff")
-    finally:
-        await admin.close()
-    db_url = f"postgresql+asyncpg://postgres@127.0.0.1:{pg.port}/signoff"
-    await asyncio.to_thread(upgrade_all, db_url)
-    engine = create_async_engine(db_url, pool_size=10, pool_pre_ping=True)
+    db_url, engine = await signoff_database(pg)
     proxy = Proxy()
     stack = FaultStack(pg, rabbit, proxy, engine, db_url, tmp_path_factory.mktemp("faults-logs"))
     try:

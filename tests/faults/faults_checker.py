@@ -99,7 +99,8 @@ class Report:
     def caught(self) -> bool:
         """A negative control is caught by the violation its switch is meant to cause only."""
         return bool(self.expected) and all(
-            getattr(self, column) > 0 for column in self.expected.split(",")
+            (getattr(self, column) if hasattr(self, column) else self.extra.get(column, 0)) > 0
+            for column in self.expected.split(",")
         )
 
     @property

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from faults_checker import Report, check, quiet, settled
 from faults_history import Driver, History
-from faults_scenarios import SCENARIOS, Run
+from faults_scenarios import SCENARIOS, Run, Scenario
 from faults_stack import FaultStack
 
 LONG = os.environ.get("SIGNOFF_FAULTS", "short") == "long"
@@ -35,6 +35,7 @@ RESULTS: list[Report] = []
 #: the table, a ``Report`` field) its absence must cause — any other violation does not count
 CONTROLS: dict[str, tuple[str, str]] = {
     "SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS": ("3-races", "duplicate_local"),
+    "SIGNOFF_UNSAFE__SKIP_QUORUM": ("3-races-quorum", "claimed short of its quorum"),
     "SIGNOFF_UNSAFE__NO_DEDUP": ("6-duplicates", "duplicate_local"),
     "SIGNOFF_UNSAFE__RANDOM_IDEMPOTENCY_KEY": ("2-provider", "disagreeing"),
     "SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX": ("7-relay", "lost"),
@@ -49,19 +50,22 @@ async def run_scenario(
     name: str,
     switches: Mapping[str, str] | None = None,
     *,
+    scenarios: Mapping[str, Scenario] = SCENARIOS,
     proposals: int = PROPOSALS,
 ) -> Report:
     """Seed cases, propose them, inject the scenario's faults under a stream of approvals, wait
     for every proposal to settle (up to the deadline), wait for quiet, then check."""
-    scenario = SCENARIOS[name]
+    scenario = scenarios[name]
     switches = dict(switches or {})
     await asyncio.to_thread(stack.configure, switches)
     rng = random.Random(f"{SEED}:{name}:{','.join(sorted(switches))}")
     history = History()
     driver = Driver(stack, history, rng)
     cases = await driver.cases(proposals)
-    await driver.propose_all(cases[len(cases) // 2 :] if scenario.live_proposals else cases)
     run = Run(stack, driver, rng, SEED, cases, LONG)
+    if scenario.prepare is not None:
+        await scenario.prepare(run)
+    await driver.propose_all(cases[len(cases) // 2 :] if scenario.live_proposals else cases)
     await scenario.inject(run)
     settle_s = await settled(stack, cases, history, SETTLE_S)
     await quiet(stack)

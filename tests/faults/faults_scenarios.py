@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from faults_history import Case, Driver
+from faults_quorum import executed_with_quorum, quorum_races, two_approvers
 from faults_stack import FaultStack
 from pydantic import SecretStr
 from signoff_contracts.ids import new_id
@@ -98,6 +99,8 @@ class Scenario:
     live_proposals: bool = False
     #: built to exercise reconciliation: the run fails unless some outcome was reconciled
     must_reconcile: bool = False
+    #: runs before anything is proposed (an approval policy to freeze into the proposals)
+    prepare: Inject | None = None
 
 
 # -- 1. kill -9 executors at random points -----------------------------------------------------
@@ -459,6 +462,13 @@ SCENARIOS: dict[str, Scenario] = {
             must_reconcile=True,
         ),
         Scenario("3-races", "double approvals, approve vs decline, expiry edge", races),
+        Scenario(
+            "3-races-quorum",
+            "two of three managers racing to approve",
+            quorum_races,
+            executed_with_quorum,
+            prepare=two_approvers,
+        ),
         Scenario(
             "4-broker",
             "RabbitMQ killed; connections closed",

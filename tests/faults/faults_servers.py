@@ -14,6 +14,7 @@ where ``pg_config`` or the Debian layout does not find them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import glob
 import os
@@ -27,7 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import asyncpg
+from signoff_runtime.migrations import upgrade_all
 from signoff_runtime.testing.processes import free_port
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 AMQP_HEADER = b"AMQP\x00\x00\x09\x01"
 
@@ -244,3 +248,15 @@ class PrivateRabbit:
     def stop(self) -> None:
         self._signal(signal.SIGTERM, 30)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+async def signoff_database(pg: PrivatePostgres) -> tuple[str, AsyncEngine]:
+    """A fresh ``signoff`` database on ``pg``, migrated: its URL and an engine on it."""
+    admin = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{pg.port}/postgres")
+    try:
+        await admin.execute("CREATE DATABASE signoff")
+    finally:
+        await admin.close()
+    db_url = f"postgresql+asyncpg://postgres@127.0.0.1:{pg.port}/signoff"
+    await asyncio.to_thread(upgrade_all, db_url)
+    return db_url, create_async_engine(db_url, pool_size=10, pool_pre_ping=True)

@@ -31,6 +31,7 @@ SHORT = {
     "5-database": 6,
     "6-duplicates": 14,
     "7-relay": 6,
+    "3-races-quorum": 8,
 }
 SHORT_CONTROLS = ("SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS",)
 

@@ -180,11 +180,12 @@ def committed_values() -> list[tuple[str, str]]:
         name, _, value = line.partition("=")
         if not line.startswith("#") and value and (_SECRET_NAME.search(name) or "URL" in name):
             found.append((f".env.example {name}", value))
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    for service, spec in (compose.get("services") or {}).items():
-        for name, value in (spec.get("environment") or {}).items():
-            if _SECRET_NAME.search(name) or "URL" in name:
-                found.append((f"compose {service} {name}", str(value)))
+    for compose_file in ("docker-compose.yml", "deploy/rabbitmq/cluster.compose.yml"):
+        compose = yaml.safe_load((ROOT / compose_file).read_text())
+        for service, spec in (compose.get("services") or {}).items():
+            for name, value in (spec.get("environment") or {}).items():
+                if _SECRET_NAME.search(name) or "URL" in name:
+                    found.append((f"{compose_file} {service} {name}", str(value)))
     for path in sorted((ROOT / "deploy").rglob("*")):
         if path.suffix in {".yaml", ".yml", ".env", ".json", ".example"} and path.is_file():
             text = path.read_text()

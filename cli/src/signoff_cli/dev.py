@@ -1,5 +1,9 @@
 """``signoff dev run``: the whole system on one machine, for ``make run``.
 
+It reads ``.env`` if there is one (``--env-file``): each variable not already set in the
+environment, and not empty, is set for this command and the processes it starts. It is the only
+command that reads such a file; services and every other command read their environment.
+
 Creates the database if missing, migrates every schema and sets up one database role per service,
 seeds the demo once (kept in ``.run/demo.json``), then runs every service and the provider
 simulator as separate processes under honcho, with their logs interleaved; each service connects
@@ -22,8 +26,9 @@ from typing import Any
 
 import httpx
 import typer
+from dotenv import dotenv_values
 from signoff_runtime.roles import ACCESS, role_url
-from signoff_runtime.settings import ServiceSettings
+from signoff_runtime.settings import ServiceSettings, load
 from sqlalchemy.engine import make_url
 
 from signoff_cli import rabbit_users
@@ -118,10 +123,25 @@ def _banner(demo: dict[str, Any], table: dict[str, tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def read_env_file(path: Path) -> list[str]:
+    """Set each of the file's variables the environment lacks (empty values skipped); the names
+    set, in order."""
+    if not path.is_file():
+        return []
+    found = [(k, v) for k, v in dotenv_values(path).items() if v and k not in os.environ]
+    os.environ.update(found)
+    return [k for k, _ in found]
+
+
 @app.command()
-def run(state_dir: Path = typer.Option(Path(".run"), help="Where local state is kept.")) -> None:
+def run(
+    state_dir: Path = typer.Option(Path(".run"), help="Where local state is kept."),
+    env_file: Path = typer.Option(Path(".env"), help="Variables to set where unset, if present."),
+) -> None:
     """Set up the database and run every process until Ctrl-C."""
-    settings = ServiceSettings()
+    if read := read_env_file(env_file):
+        typer.echo(f"{env_file}: {len(read)} variables set (the environment's own win)")
+    settings = load(ServiceSettings, "dev run")
     state_dir.mkdir(exist_ok=True)
     fresh = asyncio.run(ensure_database(settings.db.url))
     typer.echo(f"database {make_url(settings.db.url).database}: {'created' if fresh else 'exists'}")

@@ -2,7 +2,11 @@
 
 Core: ``token`` (prints only a bearer token), ``keys generate`` (a fresh Ed25519 key pair),
 ``serve SERVICE`` (runs a service found under ``signoff.services``), ``db create`` /
-``db migrate``, and ``dev run`` (what ``make run`` calls).
+``db migrate`` / ``db wait``, ``dev run`` (what ``make run`` calls) and ``--version``.
+
+Every command reads its settings through ``signoff_runtime.settings.load``: a refused or
+malformed setting ends the command with one line naming the variable (exit code 2), never a
+traceback.
 
 ``SIGNOFF_ENV``: ``serve`` refuses to start without it (an image must say what it is; no silent
 ``dev``); ``dev run`` sets ``dev`` for the services it starts, test fixtures set ``test``. The
@@ -18,7 +22,7 @@ import json
 import os
 import sys
 from enum import StrEnum
-from importlib.metadata import entry_points
+from importlib.metadata import entry_points, version
 
 import typer
 from signoff_runtime import keys
@@ -35,6 +39,23 @@ app.add_typer(database.app, name="db")
 app.add_typer(dev.app, name="dev")
 app.add_typer(docs.app, name="docs")
 app.command("status")(status.status)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"signoff {version('signoff-cli')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    _version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """signoff: propose, approve, execute."""
+
+
 keys_app = typer.Typer(no_args_is_help=True, help="Ed25519 keys for tokens and contracts.")
 app.add_typer(keys_app, name="keys")
 
@@ -105,9 +126,14 @@ async def _resolve_member(settings: ServiceSettings, user: str, org: str | None)
     return members[0].user_id, members[0].organization_id
 
 
+def _installed_services() -> str:
+    names = sorted(ep.name for ep in entry_points(group="signoff.services"))
+    return ", ".join(names) or "none installed"
+
+
 @app.command()
 def serve(
-    service: str = typer.Argument(..., help="agent, proposals, executor or reconciler"),
+    service: str = typer.Argument(..., help=f"One of the installed: {_installed_services()}."),
 ) -> None:
     """Run one service in the foreground until SIGTERM or Ctrl-C."""
     if not os.environ.get("SIGNOFF_ENV"):

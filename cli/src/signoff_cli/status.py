@@ -11,8 +11,9 @@ from typing import Any
 
 import aio_pika
 import typer
+from signoff_runtime import failover
 from signoff_runtime.db import create_engine
-from signoff_runtime.settings import ServiceSettings
+from signoff_runtime.settings import ServiceSettings, load
 from signoff_runtime.topology import QUEUES, Topology
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
@@ -23,7 +24,7 @@ OUTBOX_SCHEMAS = ("proposals", "executor", "reconciler")
 async def queue_depths(amqp_url: str, topo: Topology) -> dict[str, tuple[int, int] | None]:
     """``name → (messages, consumers)``; ``None`` for a queue that does not exist."""
     out: dict[str, tuple[int, int] | None] = {}
-    connection = await aio_pika.connect(amqp_url)
+    connection = await failover.connect(amqp_url)
     async with connection:
         for name in [n for s in QUEUES for n in (topo.name(s.key), topo.dlq(s.key))]:
             channel = await connection.channel()  # a failed passive declare closes its channel
@@ -76,7 +77,7 @@ async def database_summary(settings: ServiceSettings) -> dict[str, Any]:
 
 def status() -> None:
     """Print queue depths, proposal states, reconciliation backlog and outbox lag."""
-    settings = ServiceSettings()
+    settings = load(ServiceSettings, "status")
     topo = Topology(settings.amqp.prefix, settings.amqp.delivery_limit)
     depths = asyncio.run(queue_depths(settings.amqp.url, topo))
     summary = asyncio.run(database_summary(settings))

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 from pydantic import BaseModel, ConfigDict, Field
+from signoff_contracts.catalogue import OperationInfo as Operation
 from signoff_contracts.operations import RenderedPreview
-from signoff_contracts.v1 import ApprovalReply, AuditEntry, ProposalView
+from signoff_contracts.v1 import AuditEntry, ProposalView
+from signoff_contracts.v2 import ApprovalReply
 
 __all__ = ["ApprovalReply", "Operation", "Proposal", "ProposalView", "Proposed"]
-
-
-class Operation(BaseModel):
-    """An operation the caller may propose (``GET /v1/operations``)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    kind: str
-    version: int
-    section: str
-    resource: str
-    effect: Literal["local", "external"]
-    title: dict[str, str]
-    description: dict[str, str]
-    #: the strict JSON Schema of the operation's ``Request``
-    request_schema: dict[str, Any]
 
 
 class Proposed(BaseModel):

@@ -9,7 +9,6 @@ from fastapi import FastAPI
 from signoff_runtime.db import create_engine
 from signoff_runtime.problems import install
 from signoff_runtime.settings import DatabaseSettings
-from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 from structlog.testing import capture_logs
 
@@ -68,14 +67,3 @@ async def test_anything_else_is_a_500_that_says_nothing_internal(client: httpx.A
     assert [e["event"] for e in logs] == ["http.unhandled"]
     assert response.json()["code"] == "internal_error"
     assert "SELECT" not in response.text and "Traceback" not in response.text
-
-
-def test_a_syntax_error_is_not_mistaken_for_a_busy_database() -> None:
-    from signoff_runtime.problems import database_unavailable
-
-    class Orig(Exception):
-        sqlstate = "42601"
-
-    assert not database_unavailable(sa_exc.DBAPIError("SELECT", None, Orig()))
-    Orig.sqlstate = "53300"  # too many connections
-    assert database_unavailable(sa_exc.DBAPIError("SELECT", None, Orig()))

@@ -16,7 +16,8 @@ import aio_pika
 import pytest
 import pytest_asyncio
 from signoff_contracts.v1 import Envelope
-from signoff_runtime.outbox import OutboxRelay, enqueue, outbox_table
+from signoff_runtime.outbox import Outgoing, enqueue, outbox_table
+from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy import MetaData, Table, text
@@ -49,13 +50,8 @@ async def table(engine: AsyncEngine) -> Table:
 async def _enqueue(engine: AsyncEngine, table: Table, topology: Topology) -> Envelope:
     message = Envelope(type="test.negative_control")
     async with engine.begin() as conn:
-        await enqueue(
-            conn,
-            table,
-            message,
-            exchange=topology.name("contracts"),
-            routing_key=ROUTING_KEYS["executor.contracts"],
-        )
+        out = Outgoing(message, topology.name("contracts"), ROUTING_KEYS["executor.contracts"])
+        await enqueue(conn, table, [out])
     return message
 
 

@@ -16,18 +16,18 @@ from urllib.parse import quote
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from signoff_contracts.v1 import (
-    ApprovalReply,
     ApproveProposal,
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
     WithdrawProposal,
 )
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.registry import UnknownOperation
+from signoff_runtime.rpc import Unanswered
 
 from signoff_web import cards
 from signoff_web.apis import ApiError
-from signoff_web.commands import CommandUnavailable
 from signoff_web.context import apis, check_csrf, local_path, session, tokens
 from signoff_web.errors import SectionNotServed
 from signoff_web.sections import Catalogue
@@ -168,7 +168,7 @@ async def _send(
     back = local_path(form.get("next"), "/inbox")
     try:
         reply = await request.app.state.commands.send(command)
-    except CommandUnavailable:
+    except Unanswered:
         return _back(back, "unavailable", "", 503)
     reason = _reason(reply)
     status = 303 if reply.http_status < 400 else reply.http_status

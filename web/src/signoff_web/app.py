@@ -1,4 +1,4 @@
-"""The web service's process: pages, a publisher-only broker for approval commands, HTTP clients.
+"""The web service's process: pages, a requester for approval commands, HTTP clients.
 
 The web owns one table, its sessions (schema ``web``, see ``tables``), so that sign-out ends a
 session on the server. It signs people in through the ``signoff.directory`` entry point (its
@@ -21,6 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from signoff_contracts.operations import SignIn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.registry import Operations, load_directory, load_operations
+from signoff_runtime.rpc import Requester
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
@@ -51,9 +52,11 @@ def create_app(
         limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
     )
 
+    requester = Requester(settings.amqp.url, app_id="signoff-web")
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with runtime.running():
+        async with requester, runtime.running():
             yield
         await http.aclose()
         await streams.aclose()
@@ -71,12 +74,7 @@ def create_app(
         streams=streams,
     )
     app.state.catalogue = Catalogue(app.state.apis, settings.web.sections_cache_s)
-    app.state.commands = Commands(
-        runtime.broker,
-        runtime.topology,
-        settings.amqp.request_timeout_s,
-        runtime.senders.me,
-    )
+    app.state.commands = Commands(requester, runtime.topology, settings.amqp.request_timeout_s)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(signin.router)
     app.include_router(pages.router)

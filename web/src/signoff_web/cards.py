@@ -6,6 +6,11 @@ shown verbatim and escaped, as approved. Whether the approve and decline buttons
 operation's own ``authorize`` for the viewer's role (the proposals service decides again on every
 command; the buttons are only a courtesy). The withdraw button appears on one's own pending
 proposals. A finished card has no actions at all.
+
+A proposal whose approval policy needs more than one person shows how far it is ("needs 2
+approvals: 1 of 2") and who approved; Approve is hidden from a person who already approved
+("waiting for another approver") or whose approval the policy does not count (the proposer under
+approver ≠ proposer, a role the policy leaves out). Declining stays with every eligible person.
 """
 
 from __future__ import annotations
@@ -31,7 +36,13 @@ FINAL = {
 }
 
 
-def proposal(view: dict[str, Any], session: Session, operations: Operations) -> dict[str, Any]:
+def proposal(
+    view: dict[str, Any],
+    session: Session,
+    operations: Operations,
+    names: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``names``: display names of the people who approved, by user id (else their ids)."""
     locale: Locale = session.locale
     status = str(view["status"])
     card: dict[str, Any] = {
@@ -48,6 +59,8 @@ def proposal(view: dict[str, Any], session: Session, operations: Operations) -> 
         "title": view["operation_kind"],
         "lines": [],
         "can_decide": False,
+        "can_approve": False,
+        "approvals": approvals(view, session, names or {}),
         # the proposer may take their own pending proposal back (the service checks again)
         "can_withdraw": status == "pending" and view.get("requested_by") == session.user_id,
         "edit_fields": [],
@@ -70,6 +83,10 @@ def proposal(view: dict[str, Any], session: Session, operations: Operations) -> 
         resource_id=view["resource_id"],
     )
     card["can_decide"] = status == "pending" and op.authorize(actor, scope)
+    quorum = card["approvals"]
+    card["can_approve"] = card["can_decide"] and not (quorum["mine"] or quorum["barred"])
+    if quorum["barred"] == "role_not_counted":
+        card["can_decide"] = False  # nor may they decline: the policy leaves their role out
     if card["can_decide"]:
         asked = view.get("request") or {}
         card["edit_fields"] = [
@@ -77,6 +94,42 @@ def proposal(view: dict[str, Any], session: Session, operations: Operations) -> 
             for f in schema_fields(op.Request.model_json_schema())
         ]
     return card
+
+
+def approvals(view: dict[str, Any], session: Session, names: dict[str, str]) -> dict[str, Any]:
+    """The approval policy's progress as the card shows it, and the viewer's place in it:
+    ``mine`` (they approved), ``barred`` (why the policy does not count them, or ``None``)."""
+    need = view.get("requirement") or {}
+    marks = view.get("approvals") or []
+    barred = None
+    if view.get("requested_by") == session.user_id and not need.get("proposer_may_approve", True):
+        barred = "proposer_may_not_approve"
+    elif need.get("roles") is not None and session.role not in need["roles"]:
+        barred = "role_not_counted"
+    return {
+        "required": int(need.get("required", 1)),
+        "recorded": len(marks),
+        "names": [names.get(m["user_id"], m["user_id"]) for m in marks],
+        "mine": any(m["user_id"] == session.user_id for m in marks),
+        "barred": barred,
+    }
+
+
+async def approver_names(
+    directory: Any, engine: Any, organization_id: str, views: list[dict[str, Any]]
+) -> dict[str, str]:
+    """Display names of everyone who approved one of ``views``, from the ``signoff.directory``
+    (one connection, only when some card has an approval)."""
+    wanted = {m["user_id"] for v in views for m in v.get("approvals") or []}
+    if not wanted:
+        return {}
+    found = {}
+    async with engine.connect() as conn:
+        for user_id in sorted(wanted):
+            member = await directory.membership(conn, user_id, organization_id)
+            if member is not None and member.display_name:
+                found[user_id] = member.display_name
+    return found
 
 
 def _shown(value: Any) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import typer
+from signoff_runtime.settings import load as load_settings
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from signoff_web import session_store
@@ -28,7 +29,9 @@ def revoke_sessions(
     user: str = typer.Option(..., "--user", help="the person's id (usr_…)"),
 ) -> None:
     """End every live web session of a person; prints the number ended."""
-    typer.echo(str(asyncio.run(_revoke(WebSettings().db.url, user))))
+    typer.echo(
+        str(asyncio.run(_revoke(load_settings(WebSettings, "web revoke-sessions").db.url, user)))
+    )
 
 
 async def _revoke(url: str, user_id: str) -> int:

@@ -86,7 +86,8 @@ async def _card(request: Request, bearer: Tokens, kind: str, ref: str) -> dict[s
     try:
         if kind == "proposal_id":
             view = await apis(request).proposal(bearer, ref)
-            return cards.proposal(view, who, request.app.state.operations)
+            names = await _names(request, [view])
+            return cards.proposal(view, who, request.app.state.operations, names)
         return cards.pause_point(await apis(request).pause_point(bearer, ref), who)
     except ApiError:
         return None
@@ -98,6 +99,13 @@ async def _page(
     """A whole page, or only its live fragment: the same live part, in its own template."""
     who = session(request)
     return render(request, template, who, **extra, **await live)
+
+
+async def _names(request: Request, views: list[dict[str, Any]]) -> dict[str, str]:
+    state = request.app.state
+    return await cards.approver_names(
+        state.directory, state.engine, session(request).organization_id, views
+    )
 
 
 def _version(*parts: Any) -> str:
@@ -120,7 +128,8 @@ async def _inbox_live(request: Request) -> dict[str, Any]:
     views, pauses = await asyncio.gather(
         apis(request).pending(bearer), apis(request).pending_pauses(bearer)
     )
-    found = [cards.proposal(v, who, request.app.state.operations) for v in views]
+    names = await _names(request, views)
+    found = [cards.proposal(v, who, request.app.state.operations, names) for v in views]
     # a question an assistant is waiting on is as pending as a proposal: both are answered here
     found += [cards.pause_point(v, who) for v in pauses]
     return {"cards": found, "version": _version(found)}
@@ -141,7 +150,8 @@ async def proposal_live(request: Request, proposal_id: str) -> Response:
 async def _proposal_live(request: Request, proposal_id: str) -> dict[str, Any]:
     who = session(request)
     view = await apis(request).proposal(tokens(request, who), proposal_id)
-    card = cards.proposal(view, who, request.app.state.operations)
+    names = await _names(request, [view])
+    card = cards.proposal(view, who, request.app.state.operations, names)
     audit = view.get("audit", [])
     return {"card": card, "audit": audit, "version": _version(card, audit)}
 

@@ -78,6 +78,23 @@ UI: dict[str, dict[Locale, str]] = {
     "view_new": {"en": "see the new card", "fr": "voir la nouvelle carte"},
     "reconciliation": {"en": "Follow its reconciliation", "fr": "Suivre la vérification"},
     "no_pending": {"en": "Nothing waits for a decision.", "fr": "Rien n'attend de décision."},
+    "approvals_needed": {
+        "en": "Needs {required} approvals: {recorded} of {required}",
+        "fr": "{required} approbations requises : {recorded} sur {required}",
+    },
+    "approved_by": {"en": "Approved by", "fr": "Approuvée par"},
+    "waiting_for_another": {
+        "en": "You approved it: waiting for another approver.",
+        "fr": "Vous l'avez approuvée : en attente d'un autre approbateur.",
+    },
+    "proposer_may_not_approve": {
+        "en": "You proposed it: another person must approve it.",
+        "fr": "Vous l'avez proposée : une autre personne doit l'approuver.",
+    },
+    "role_not_counted": {
+        "en": "The approval policy needs another role to approve this.",
+        "fr": "La règle d'approbation demande un autre rôle pour approuver ceci.",
+    },
     "no_rights": {
         "en": "You can see this card; only a manager can decide it.",
         "fr": "Vous voyez cette carte ; seul un gestionnaire peut en décider.",
@@ -216,6 +233,10 @@ NOTICES: dict[str, dict[Locale, str]] = {
     "claimed": {
         "en": "Approved: it is being carried out.",
         "fr": "Approuvée : exécution en cours.",
+    },
+    "approval_recorded": {
+        "en": "Your approval is recorded: waiting for another approver.",
+        "fr": "Votre approbation est enregistrée : en attente d'un autre approbateur.",
     },
     "declined": {"en": "Declined.", "fr": "Refusée."},
     "withdrawn": {"en": "Withdrawn.", "fr": "Retirée."},

@@ -12,6 +12,7 @@ from typing import Any
 import typer
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from signoff_runtime.settings import DatabaseSettings
+from signoff_runtime.settings import load as load_settings
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from signoff_club.seed import seed_demo
@@ -37,7 +38,7 @@ def _group() -> None:
 @app.command()
 def seed() -> None:
     """Create two fresh demo organizations and print them (ids, sign-ins, cases) as JSON."""
-    typer.echo(json.dumps(asyncio.run(_seed(_Env().db.url)), indent=2))
+    typer.echo(json.dumps(asyncio.run(_seed(load_settings(_Env, "demo seed").db.url)), indent=2))
 
 
 async def _seed(url: str) -> dict[str, Any]:

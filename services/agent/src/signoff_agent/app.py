@@ -24,7 +24,14 @@ from signoff_runtime.rpc import Requester
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
-from signoff_agent import catalogue, conversations, propose, section_routes, streams, tables
+from signoff_agent import (
+    catalogue,
+    conversation_routes,
+    propose_routes,
+    section_routes,
+    streams,
+    tables,
+)
 from signoff_agent.handlers import Consumers
 from signoff_agent.model import ChatModel, build_model
 from signoff_agent.pausing import Pauser
@@ -91,7 +98,7 @@ def create_app(
 
     app = FastAPI(title="signoff agent", version="1", lifespan=lifespan)
     app.state.proposer = proposer
-    app.state.conversations = conversations.Conversations(
+    app.state.conversations = conversation_routes.Conversations(
         engine=runtime.engine,
         auth=settings.auth,
         directory=directory,
@@ -102,8 +109,8 @@ def create_app(
         group=settings.agent,
     )
     app.include_router(catalogue.router)
-    app.include_router(propose.router)
-    app.include_router(conversations.router)
+    app.include_router(propose_routes.router)
+    app.include_router(conversation_routes.router)
     app.include_router(section_routes.router)
     install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok}, settings)
     return app

@@ -13,11 +13,11 @@ particular resource may still refuse at proposing.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict
 from signoff_contracts.assistants import strict_parameters
+from signoff_contracts.catalogue import Catalogue, OperationInfo
 from signoff_contracts.operations import LOCALES, Actor, Membership, Scope
 from signoff_runtime.members import Authorization, current_member
 from signoff_runtime.problems import Problem
@@ -29,30 +29,8 @@ from signoff_agent.proposing import Proposer
 router = APIRouter()
 
 
-class OperationEntry(BaseModel):
-    """One operation as the catalogue describes it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: str
-    version: int
-    section: str
-    resource: str
-    effect: Literal["local", "external"]
-    title: dict[str, str]
-    description: dict[str, str]
-    #: the strict JSON Schema of the operation's ``Request`` (the propose body's ``request``)
-    request_schema: dict[str, Any]
-    #: where to propose it
-    propose_path: str
-
-
-class Catalogue(BaseModel):
-    items: list[OperationEntry]
-
-
-def entry(op: Any) -> OperationEntry:
-    return OperationEntry(
+def entry(op: Any) -> OperationInfo:
+    return OperationInfo(
         kind=op.kind,
         version=op.version,
         section=op.section,
@@ -90,10 +68,10 @@ async def list_operations(request: Request, authorization: Authorization = None)
     )
 
 
-@router.get("/v1/operations/{kind}", response_model=OperationEntry)
+@router.get("/v1/operations/{kind}", response_model=OperationInfo)
 async def show_operation(
     kind: str, request: Request, authorization: Authorization = None
-) -> OperationEntry:
+) -> OperationInfo:
     proposer, member = await _caller(request, authorization)
     try:
         op = proposer.operations.latest(kind)

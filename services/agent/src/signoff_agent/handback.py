@@ -5,7 +5,9 @@ message, stored as a code with parameters (rendered in each viewer's locale when
 unique per ``(proposal or pause point, kind)``, so a duplicate event writes nothing. A success
 carries the operation's stored ``Succeeded.result`` (with the contract version that parses it),
 so the message says what was done in the operation's own words (``render_result``) in each
-reader's locale. A success, a decline's (or a withdrawal's) reason and a revision required also
+reader's locale. An outcome of a proposal that more than one person approved (an approval policy's
+quorum) names them ("approved by Morgan Lee and Sam Roy"), by the directory's display names at
+the time of writing. A success, a decline's (or a withdrawal's) reason and a revision required also
 leave a *note*: bounded context for the model on the person's next message. A pause point's
 resolution becomes a synthetic user message and a turn waiting to run.
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+from signoff_contracts.operations import Directory
 from signoff_contracts.outcomes import (
     NeedsReconciliation,
     RevisionRequired,
@@ -26,7 +29,7 @@ from signoff_contracts.outcomes import (
     TerminalFailure,
 )
 from signoff_contracts.status import IN_PROGRESS, ProposalStatus
-from signoff_contracts.v1 import PausePointResolved, PausePointView, ProposalEvent
+from signoff_contracts.v1 import PausePointResolved, PausePointView, ProposalEvent, ProposalView
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_agent import repository as repo
@@ -97,7 +100,9 @@ def _outcome_notice(outcome: Any, kind: dict[str, Any], version: int) -> Notice:
     return Notice("outcome:failed", "proposal_failed", params)
 
 
-async def apply(conn: AsyncConnection, event: ProposalEvent) -> bool:
+async def apply(
+    conn: AsyncConnection, event: ProposalEvent, directory: Directory | None = None
+) -> bool:
     """Write what ``event`` means for its conversation; ``True`` if a message was written."""
     view = event.proposal
     if view.conversation_id is None:
@@ -117,22 +122,38 @@ async def apply(conn: AsyncConnection, event: ProposalEvent) -> bool:
         )
     written = False
     for notice in plan(event):
+        params = notice.params
+        if notice.kind.startswith("outcome:") and len(view.approvals) > 1:
+            params = {**params, "approved_by": await _names(conn, directory, view)}
         row = await repo.add_message(
             conn,
             conversation.id,
             role="app",
             code=notice.code,
-            params=notice.params,
+            params=params,
             proposal_id=view.id,
             kind=notice.kind,
         )
         if row is not None:
             written = True
             if notice.note:
-                await repo.add_note(conn, conversation.id, view.id, notice.note, notice.params)
+                await repo.add_note(conn, conversation.id, view.id, notice.note, params)
     # under the trace of the turn that proposed it: the conversation's end of the trace
     log.info("handback.applied", proposal_id=view.id, change=event.event, written=written)
     return written
+
+
+async def _names(
+    conn: AsyncConnection, directory: Directory | None, view: ProposalView
+) -> list[str]:
+    """Who approved, oldest first, by display name where the directory still knows them."""
+    names = []
+    for mark in view.approvals:
+        member = None
+        if directory is not None:
+            member = await directory.membership(conn, mark.user_id, view.organization_id)
+        names.append(member.display_name if member and member.display_name else mark.user_id)
+    return names
 
 
 async def _link_revision(

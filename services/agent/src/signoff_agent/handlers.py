@@ -1,27 +1,26 @@
 """The agent's AMQP consumer: proposal and pause-point events, handed back to conversations.
 
-It acknowledges manually through ``settle`` after its transaction committed, and parses the
-body itself, so a malformed message is dead-lettered with a reason rather than dropped. Events
-are deduplicated by ``message_id`` in the inbox, in the transaction that writes their messages.
+It consumes through ``signoff_runtime.consumer.consume``: acknowledged manually by ``settle``
+after its transaction committed, the body parsed here, so a malformed message is dead-lettered
+with a reason rather than dropped. Events are deduplicated by ``message_id`` in the inbox, in the
+transaction that writes their messages.
 (The agent answers no requests: revisions are resolved by the proposals service.)
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
-from faststream import AckPolicy
-from faststream.rabbit import Channel, RabbitBroker
-from faststream.rabbit.message import RabbitMessage as Message
+from faststream.rabbit import RabbitBroker
 from signoff_contracts.v1 import PausePointResolved, ProposalEvent
-from signoff_runtime.consumer import Delivery, PermanentError, raw_body, settle
+from signoff_runtime.consumer import PermanentError, consume
 from signoff_runtime.inbox import first_delivery
 from signoff_runtime.senders import Senders
 from signoff_runtime.settings import AmqpSettings
 from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_agent import handback
@@ -30,7 +29,6 @@ from signoff_agent.tables import inbox
 from signoff_agent.turns import Turns
 
 log = structlog.get_logger(__name__)
-Handler = Callable[[Message], Awaitable[None]]
 
 
 @dataclass
@@ -43,30 +41,14 @@ class Consumers:
     senders: Senders
 
     def register(self) -> None:
-        topo = self.topology
-
-        def subscriber(key: str) -> Callable[[Handler], object]:
-            # No ``exchange=``: the topology already bound the queues. (It once also kept
-            # FastStream's ``broker.request`` working; requests now go through
-            # ``signoff_runtime.rpc.Requester``, on a connection of their own.)
-            return self.broker.subscriber(
-                topo.queue(key),
-                ack_policy=AckPolicy.MANUAL,
-                channel=Channel(prefetch_count=self.amqp.prefetch),
-                no_reply=True,
-                decoder=raw_body,
-            )
-
-        @subscriber("agent.events")
-        async def on_event(msg: Delivery) -> None:
-            await settle(
-                msg,
-                broker=self.broker,
-                topology=topo,
-                queue_key="agent.events",
-                senders=self.senders,
-                work=lambda: self.event(msg.body),
-            )
+        consume(
+            self.broker,
+            self.topology,
+            self.senders,
+            "agent.events",
+            lambda msg: self.event(msg.body),
+            prefetch=self.amqp.prefetch,
+        )
 
     async def event(self, body: bytes) -> None:
         try:
@@ -81,19 +63,19 @@ class Consumers:
             log.info("event.ignored", type=str(kind)[:64])  # readers tolerate growth
 
     async def proposal_event(self, event: ProposalEvent) -> None:
-        async with self.engine.begin() as conn:
-            if not await first_delivery(conn, inbox, event.message_id):
+        async with unit_of_work(self.engine) as uow:
+            if not await first_delivery(uow.conn, inbox, event.message_id):
                 HANDBACKS.labels(event=event.event, written="duplicate").inc()
                 return
-            written = await handback.apply(conn, event)
+            written = await handback.apply(uow.conn, event, self.turns.directory)
         HANDBACKS.labels(event=event.event, written=str(written).lower()).inc()
 
     async def pause_point_resolved(self, event: PausePointResolved) -> None:
-        async with self.engine.begin() as conn:
-            if not await first_delivery(conn, inbox, event.message_id):
+        async with unit_of_work(self.engine) as uow:
+            if not await first_delivery(uow.conn, inbox, event.message_id):
                 HANDBACKS.labels(event="pause_point", written="duplicate").inc()
                 return
-            waiting = await handback.apply_pause(conn, event)
+            waiting = await handback.apply_pause(uow.conn, event)
         HANDBACKS.labels(event="pause_point", written=str(waiting is not None).lower()).inc()
         if waiting is not None:
             self.turns.resume_soon(waiting)

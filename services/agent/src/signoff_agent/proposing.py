@@ -23,9 +23,9 @@ from signoff_contracts.operations import AnyOperation, Directory, Locale, Reject
 from signoff_contracts.v1 import ProposalRequestReply
 from signoff_contracts.v2 import ProposalRequested
 from signoff_runtime.registry import Operations
-from signoff_runtime.rpc import Requester, RequestFailed
+from signoff_runtime.rpc import Requester, Unanswered
 from signoff_runtime.settings import AmqpSettings, AuthSettings
-from signoff_runtime.topology import ROUTING_KEYS, Topology
+from signoff_runtime.topology import Topology
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = structlog.get_logger(__name__)
@@ -116,17 +116,12 @@ class Proposer:
 
     async def _request(self, message: ProposalRequested) -> ProposalRequestReply:
         try:
-            response = await self.requester.request(
-                message.model_dump_json().encode(),
-                exchange=self.topology.name("commands"),
-                routing_key=ROUTING_KEYS["proposals.requests"],
-                message_id=message.message_id,
-                # the answer is matched by this: unique per request (two requests may carry one
-                # proposal id — a retry under an idempotency key), as the message id is
-                correlation_id=message.message_id,
-                message_type=message.type,
-                timeout=self.amqp.request_timeout_s,
+            return await self.requester.ask(
+                message,
+                ProposalRequestReply,
+                self.topology,
+                "proposals.requests",
+                self.amqp.request_timeout_s,
             )
-        except (TimeoutError, RequestFailed) as exc:
+        except Unanswered as exc:
             raise ProposalsUnavailable(message.proposal_id) from exc
-        return ProposalRequestReply.model_validate_json(response.body)

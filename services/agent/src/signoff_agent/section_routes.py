@@ -18,7 +18,7 @@ from fastapi import APIRouter, Header, Query, Request
 from signoff_contracts.operations import LOCALES
 from signoff_runtime.problems import Problem
 
-from signoff_agent.conversations import Conversations
+from signoff_agent.conversation_routes import Conversations
 from signoff_agent.sections import UnknownSection
 
 router = APIRouter()

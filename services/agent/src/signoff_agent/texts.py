@@ -21,6 +21,7 @@ from signoff_runtime.registry import Operations, UnknownOperation
 log = structlog.get_logger(__name__)
 
 MESSAGES: dict[str, dict[Locale, str]] = {
+    "approved_by": {"en": "(Approved by {names}.)", "fr": "(Approuvée par {names}.)"},
     "proposal_ready": {
         "en": "I have prepared a proposal for your approval: review the card. "
         "Nothing happens unless someone approves it.",
@@ -251,4 +252,15 @@ def render(
     if code in ("proposal_declined", "proposal_withdrawn") and params.get("decline_reason"):
         code = f"{code}_reason"
     template = MESSAGES.get(code)
-    return code if template is None else _fill(template[locale], values)
+    said = code if template is None else _fill(template[locale], values)
+    approvers = params.get("approved_by")
+    if isinstance(approvers, list) and approvers:
+        names = _listed([str(n) for n in approvers], locale)
+        said += " " + MESSAGES["approved_by"][locale].format(names=names)
+    return said
+
+
+def _listed(names: list[str], locale: Locale) -> str:
+    """``Morgan Lee and Sam Roy`` / ``A, B and C`` (``et`` in French)."""
+    last = {"en": " and ", "fr": " et "}[locale]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + last + names[-1]

@@ -31,6 +31,8 @@ from signoff_contracts.assistants import (
 )
 from signoff_contracts.operations import AnyOperation, Membership, Rejected, Scope
 from signoff_contracts.reasons import Reason
+from signoff_runtime.rpc import Unanswered
+from signoff_runtime.validation import field_errors
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_agent import pausing
@@ -88,11 +90,8 @@ _PROBLEMS = {
 
 def _problems(exc: ValidationError) -> list[dict[str, str]]:
     return [
-        {
-            "field": ".".join(str(p) for p in err["loc"]) or "(arguments)",
-            "problem": _PROBLEMS.get(err["type"], err["msg"]),
-        }
-        for err in exc.errors(include_input=False, include_url=False)[:10]
+        {"field": err.field or "(arguments)", "problem": _PROBLEMS.get(err.type, err.message)}
+        for err in field_errors(exc)
     ]
 
 
@@ -226,7 +225,7 @@ class Toolbox:
                 turn_id=self.turn_id,
                 answerable_by=self.assistant.pause_points_answerable_by,
             )
-        except pausing.PausesUnavailable:
+        except Unanswered:
             return Stopped("proposals_unavailable", {})
         if isinstance(stored, Reason) and stored.code.endswith("_quota_exceeded"):
             return Stopped("pause_point_refused", {"reason": _reason(stored)})

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import structlog
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import Directory, Membership, Scope
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -69,15 +70,15 @@ class Turns:
     ) -> tuple[str, Row[Any]]:
         """Claim the turn and commit the person's message; ``TurnBusy`` if one is running."""
         turn_id = new_id("trn")
-        async with self.engine.begin() as conn:
+        async with unit_of_work(self.engine) as uow:
             claimed = await repo.claim_turn(
-                conn, conversation_id, turn_id, self.group.turn_lease_s, pending=False
+                uow.conn, conversation_id, turn_id, self.group.turn_lease_s, pending=False
             )
             if claimed is None:
                 raise TurnBusy(conversation_id)
-            await repo.append_journal(conn, conversation_id, "turn", f"started:{turn_id}")
+            await repo.append_journal(uow.conn, conversation_id, "turn", f"started:{turn_id}")
             message = await repo.add_message(
-                conn,
+                uow.conn,
                 conversation_id,
                 role="user",
                 author=member.user_id,
@@ -107,17 +108,17 @@ class Turns:
 
     async def resume(self, conversation_id: str) -> None:
         turn_id = new_id("trn")
-        async with self.engine.begin() as conn:
+        async with unit_of_work(self.engine) as uow:
             conversation = await repo.claim_turn(
-                conn, conversation_id, turn_id, self.group.turn_lease_s, pending=True
+                uow.conn, conversation_id, turn_id, self.group.turn_lease_s, pending=True
             )
             if conversation is None:
                 return
             member = await self.directory.membership(
-                conn, conversation.created_by, conversation.organization_id
+                uow.conn, conversation.created_by, conversation.organization_id
             )
-            resumed_from = await repo.last_resolution(conn, conversation_id)
-            await repo.append_journal(conn, conversation_id, "turn", f"started:{turn_id}")
+            resumed_from = await repo.last_resolution(uow.conn, conversation_id)
+            await repo.append_journal(uow.conn, conversation_id, "turn", f"started:{turn_id}")
         if member is None:
             await self._finish(conversation_id, turn_id, "", Stopped("membership_ended", {}), [])
             return
@@ -214,13 +215,13 @@ class Turns:
         note_ids: Sequence[int],
     ) -> list[Row[Any]]:
         """Write the turn's result, consume the notes it carried, release the lease: one tx."""
-        async with self.engine.begin() as conn:
-            await repo.lock(conn, conversation_id)
-            written = await _write_ending(conn, conversation_id, turn_id, ending)
+        async with unit_of_work(self.engine) as uow:
+            await repo.lock(uow.conn, conversation_id)
+            written = await _write_ending(uow.conn, conversation_id, turn_id, ending)
             if not (isinstance(ending, Stopped) and ending.code in _UNSEEN):
-                await repo.consume_notes(conn, note_ids, turn_id)
-            await repo.append_journal(conn, conversation_id, "turn", f"ended:{turn_id}")
-            again = await repo.release_turn(conn, conversation_id, turn_id)
+                await repo.consume_notes(uow.conn, note_ids, turn_id)
+            await repo.append_journal(uow.conn, conversation_id, "turn", f"ended:{turn_id}")
+            again = await repo.release_turn(uow.conn, conversation_id, turn_id)
         name = ending.code if isinstance(ending, Stopped) else type(ending).__name__.lower()
         TURNS.labels(section=section, ending=name).inc()
         log.info("turn.ended", conversation_id=conversation_id, turn_id=turn_id, ending=name)

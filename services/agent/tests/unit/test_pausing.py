@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 from signoff_agent import pausing
 from signoff_agent.pausing import PauseInvalid, WaitForApprovalArgs, check
+from signoff_contracts import pause_requests
 from signoff_contracts.assistants import strict_input, strict_parameters
 
 FORM = {
@@ -121,3 +122,20 @@ def test_a_form_asking_for_a_secret_is_a_tool_error_naming_the_field(
     assert repr(name) in raised.value.problem and "secret" in raised.value.problem
     # the tool's description says so before the model tries
     assert "card number" in pausing.DESCRIPTION and "password" in pausing.DESCRIPTION
+
+
+def test_the_tool_s_limits_are_the_contract_s() -> None:
+    schema = WaitForApprovalArgs.model_json_schema()["properties"]
+    assert schema["title"]["maxLength"] == pause_requests.MAX_TITLE
+    assert schema["description"]["maxLength"] == pause_requests.MAX_DESCRIPTION
+    assert schema["options"]["maxItems"] == pause_requests.MAX_OPTIONS
+    assert schema["options"]["items"]["maxLength"] == pause_requests.MAX_OPTION
+
+
+def test_a_payload_over_the_byte_limit_is_refused_before_asking() -> None:
+    # under the limit in characters, over it in UTF-8 bytes: the proposals service would refuse it
+    wide = json.dumps({"x": "€" * (pause_requests.MAX_PAYLOAD_BYTES // 3)}, ensure_ascii=False)
+    assert len(wide) < pause_requests.MAX_PAYLOAD_BYTES
+    with pytest.raises(PauseInvalid) as raised:
+        check(_args(payload=wide))
+    assert raised.value.field == "payload" and "bytes" in raised.value.problem

@@ -168,3 +168,13 @@ def test_a_withdrawal_renders_with_and_without_its_reason() -> None:
     assert texts.render("proposal_withdrawn", {"decline_reason": None}, "en", OPS) == (
         "The proposal was withdrawn."
     )
+
+
+def test_an_outcome_approved_by_several_people_names_them() -> None:
+    params = {"kind": "x.y", "approved_by": ["Morgan Lee", "Sam Roy"]}
+    assert texts.render("proposal_succeeded", params, "en").endswith(
+        "(Approved by Morgan Lee and Sam Roy.)"
+    )
+    three = {**params, "approved_by": ["A", "B", "C"]}
+    assert texts.render("proposal_failed", three, "fr").endswith("(Approuvée par A, B et C.)")
+    assert "Approved" not in texts.render("proposal_succeeded", {"kind": "x.y"}, "en")

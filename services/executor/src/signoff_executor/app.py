@@ -18,9 +18,9 @@ from fastapi import FastAPI
 from signoff_contracts.operations import Directory, check_operation
 from signoff_runtime import retention, unsafe
 from signoff_runtime.http import install_standard_routes
-from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, load_directory, load_operations
+from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.retention import outbox_rule
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings

@@ -4,14 +4,14 @@ and the facts and outcomes built from a contract.
 The first transaction either concludes the contract (``Concluded``: outcome stored), finds it
 concluded already (``Duplicate``), or — for an external operation — commits an attempt that must
 now be performed (``Attempting``). Each step knows what its commit must have left in
-``executor.executions``, which is how an in-doubt commit is resolved (``unit_of_work``).
+``executor.executions``, which is how an in-doubt commit is resolved
+(``signoff_runtime.unit_of_work``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import ValidationError
 from signoff_contracts.operations import ExecutionContext, Scope
 from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, RevisionRequired
 from signoff_contracts.reasons import APPROVAL_STALE, APPROVER_NO_LONGER_AUTHORIZED, Reason
@@ -80,18 +80,14 @@ def stale(contract: ExecutionContract) -> RevisionRequired:
     )
 
 
-def no_longer_authorized(contract: ExecutionContract) -> RevisionRequired:
+def no_longer_authorized(contract: ExecutionContract, who: str | None = None) -> RevisionRequired:
+    """``who``: the approver who may no longer approve (``approved_by`` by default)."""
     return RevisionRequired(
         reason=Reason(
-            code=APPROVER_NO_LONGER_AUTHORIZED, params={"approved_by": contract.approved_by}
+            code=APPROVER_NO_LONGER_AUTHORIZED, params={"approved_by": who or contract.approved_by}
         )
     )
 
 
 def needs_reconciliation(proposal_id: str) -> NeedsReconciliation:
     return NeedsReconciliation(status_path=f"/v1/proposals/{proposal_id}/reconciliation")
-
-
-def validation_summary(exc: ValidationError) -> list[str]:
-    """Where and how arguments failed to parse — never the values (they may be personal)."""
-    return [f"{'.'.join(str(p) for p in err['loc'])}: {err['type']}" for err in exc.errors()[:10]]

@@ -32,22 +32,23 @@ import structlog
 from pydantic import ValidationError
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AnyOperation, AttemptRef, Directory
-from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome, TerminalFailure
+from signoff_contracts.outcomes import OperationOutcome, TerminalFailure
 from signoff_contracts.v1 import ExecutionContract
-from signoff_runtime import execution, signing
+from signoff_runtime import execution, signing, unit_of_work
 from signoff_runtime.consumer import PermanentError
 from signoff_runtime.execution import Admitted, External
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.settings import ContractVerifyingSettings
 from signoff_runtime.topology import Topology
+from signoff_runtime.transient import is_transient
 from signoff_runtime.unsafe import DirectPublisher
+from signoff_runtime.validation import summary
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff_executor import domain, metrics, outbox, repository, unit_of_work
-from signoff_executor.authorization import approver_still_authorized
+from signoff_executor import domain, metrics, outbox, repository
+from signoff_executor.authorization import unauthorized_approver
 from signoff_executor.domain import Attempting, Concluded, Duplicate, Step
-from signoff_executor.errors import is_transient
 
 log = structlog.get_logger(__name__)
 R = TypeVar("R")
@@ -145,45 +146,14 @@ class Executor:
         attempt: AttemptRef | None = None,
     ) -> Concluded:
         """Store the outcome and write its messages to the outbox, in the caller's transaction."""
-        outcome_id = new_id("msg")
-        reconciliation_id = None
-        if isinstance(outcome, NeedsReconciliation) and attempt is not None:
-            reconciliation_id = new_id("msg")
-            await outbox.add(
-                conn,
-                self._topology,
-                outbox.reconciliation_message(contract, attempt.attempt_id, reconciliation_id),
-                direct=self._direct,
-            )
-        await outbox.conclude(
-            conn,
-            self._topology,
-            contract.contract_id,
-            outcome,
-            outbox.outcome_message(contract, outcome, outcome_id),
-            reconciliation_id,
-            direct=self._direct,
-        )
+        await outbox.conclude(conn, self._topology, contract, outcome, attempt, direct=self._direct)
         return Concluded(outcome)
 
     async def _republish(
         self, conn: AsyncConnection, contract: ExecutionContract, row: repository.Execution
     ) -> None:
         """Send a finished contract's messages again, same ids (a lost outcome is healed)."""
-        assert row.outcome is not None and row.outcome_message_id is not None
-        await outbox.republish(
-            conn,
-            self._topology,
-            outbox.outcome_message(contract, row.outcome, row.outcome_message_id),
-        )
-        if row.reconciliation_message_id is not None and row.attempt is not None:
-            await outbox.republish(
-                conn,
-                self._topology,
-                outbox.reconciliation_message(
-                    contract, row.attempt.attempt_id, row.reconciliation_message_id
-                ),
-            )
+        await outbox.republish(conn, self._topology, contract, row)
 
     async def _transaction(
         self, contract: ExecutionContract, body: Callable[[AsyncConnection], Awaitable[R]]
@@ -226,11 +196,13 @@ class _ContractLedger:
             return await execution.mark_unknown(cast(External, op), self, conn, row.attempt)
         if row.late:
             return await executor._conclude(conn, contract, domain.stale(contract))
-        if not executor._skip_authz and not await approver_still_authorized(
-            executor._directory, conn, contract, op
+        if not executor._skip_authz and (
+            removed := await unauthorized_approver(executor._directory, conn, contract, op)
         ):
-            log.warning("contract.approver_no_longer_authorized", approved_by=contract.approved_by)
-            return await executor._conclude(conn, contract, domain.no_longer_authorized(contract))
+            log.warning("contract.approver_no_longer_authorized", approved_by=removed)
+            return await executor._conclude(
+                conn, contract, domain.no_longer_authorized(contract, removed)
+            )
         try:
             arguments = op.parse_arguments(contract.arguments)
         except (ValidationError, ValueError, TypeError) as exc:
@@ -285,7 +257,7 @@ class _ContractLedger:
 def _unparseable(exc: Exception) -> TerminalFailure:
     """Stored arguments that no longer parse: logged in full, shown only as a correlation id."""
     correlation_id = new_id("cor")
-    errors = domain.validation_summary(exc) if isinstance(exc, ValidationError) else []
+    errors = summary(exc) if isinstance(exc, ValidationError) else ""
     log.error(
         "contract.arguments_invalid",
         correlation_id=correlation_id,

@@ -8,12 +8,7 @@ limit. Nothing is published from here: outcomes leave through the outbox.
 
 from __future__ import annotations
 
-from typing import Any
-
-from faststream import AckPolicy
-from faststream.message import StreamMessage
-from faststream.rabbit import Channel
-from signoff_runtime.consumer import Delivery, settle
+from signoff_runtime.consumer import consume
 from signoff_runtime.service import Runtime
 
 from signoff_executor.execution import Executor
@@ -21,27 +16,13 @@ from signoff_executor.execution import Executor
 QUEUE = "executor.contracts"
 
 
-async def _raw(msg: StreamMessage[Any]) -> bytes:
-    """Leave the body alone: ``Executor.handle`` parses it, so garbage is dead-lettered with a
-    reason instead of failing in FastStream's JSON decoder before ``settle`` ever runs."""
-    return msg.body
-
-
 def register(runtime: Runtime, executor: Executor, *, prefetch: int) -> None:
-    broker, topology, senders = runtime.broker, runtime.topology, runtime.senders
-
-    @broker.subscriber(
-        topology.queue(QUEUE),
-        channel=Channel(prefetch_count=prefetch),
-        ack_policy=AckPolicy.MANUAL,
-        decoder=_raw,
+    """``Executor.handle`` parses the body itself, so garbage is dead-lettered with a reason."""
+    consume(
+        runtime.broker,
+        runtime.topology,
+        runtime.senders,
+        QUEUE,
+        lambda msg: executor.handle(msg.body),
+        prefetch=prefetch,
     )
-    async def on_contract(msg: Delivery) -> None:
-        await settle(
-            msg,
-            broker=broker,
-            topology=topology,
-            queue_key=QUEUE,
-            senders=senders,
-            work=lambda: executor.handle(msg.body),
-        )

@@ -20,11 +20,6 @@ DUPLICATES = Counter(
     "Deliveries of a contract the executor had already seen, by the status they found.",
     ["status"],
 )
-COMMITS_IN_DOUBT = Counter(
-    "signoff_executor_commits_in_doubt_total",
-    "COMMITs that failed without an answer, by what re-reading the row found.",
-    ["resolution"],
-)
 PROVIDER_CALLS = Counter(
     "signoff_executor_provider_calls_total",
     "External calls (perform), by operation kind and result (answered / uncertain).",

@@ -11,23 +11,24 @@ ever giving the proposals service two different answers.
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
-from signoff_contracts.outcomes import OperationOutcome
+from signoff_contracts.ids import new_id
+from signoff_contracts.operations import AttemptRef
+from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome
 from signoff_contracts.v1 import (
     Envelope,
     ExecutionContract,
     OutcomeReported,
     ReconciliationRequired,
 )
-from signoff_runtime import tracing
-from signoff_runtime.outbox import enqueue, notify_channel
+from signoff_runtime.outbox import Hold, Outgoing, enqueue
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from signoff_runtime.unsafe import DirectPublisher
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_executor import repository
+from signoff_executor.repository import Execution
 from signoff_executor.tables import outbox
 
 SOURCE = "executor"
@@ -38,114 +39,86 @@ RECONCILIATION_KEY = ROUTING_KEYS["reconciler.required"]  # execution.reconcilia
 def outcome_message(
     contract: ExecutionContract, outcome: OperationOutcome, message_id: str
 ) -> OutcomeReported:
-    return OutcomeReported(
-        message_id=message_id,
-        source=SOURCE,
-        correlation_id=contract.proposal_id,
-        causation_id=contract.message_id,
-        proposal_id=contract.proposal_id,
-        contract_id=contract.contract_id,
-        operation_kind=contract.operation_kind,
-        outcome=outcome,
-        reported_by="executor",
-    )
+    return OutcomeReported(**_about(contract, message_id), outcome=outcome, reported_by="executor")
 
 
 def reconciliation_message(
     contract: ExecutionContract, attempt_id: str, message_id: str
 ) -> ReconciliationRequired:
     return ReconciliationRequired(
-        message_id=message_id,
-        source=SOURCE,
-        correlation_id=contract.proposal_id,
-        causation_id=contract.message_id,
-        proposal_id=contract.proposal_id,
-        contract_id=contract.contract_id,
+        **_about(contract, message_id),
         organization_id=contract.organization_id,
-        operation_kind=contract.operation_kind,
         contract_version=contract.contract_version,
         attempt_id=attempt_id,
     )
 
 
-async def add(
-    conn: AsyncConnection,
-    topology: Topology,
-    message: Envelope,
-    *,
-    direct: DirectPublisher | None = None,
-) -> None:
-    if direct is not None:  # SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX: published after the commit
-        direct.hold(message, exchange=topology.name("outcomes"), routing_key=_key(message))
-        return
-    await enqueue(
-        conn, outbox, message, exchange=topology.name("outcomes"), routing_key=_key(message)
-    )
+def _about(contract: ExecutionContract, message_id: str) -> dict[str, Any]:
+    """The fields every message about ``contract`` carries: caused by it, correlated with its
+    proposal."""
+    return {
+        "message_id": message_id,
+        "source": SOURCE,
+        "correlation_id": contract.proposal_id,
+        "causation_id": contract.message_id,
+        "proposal_id": contract.proposal_id,
+        "contract_id": contract.contract_id,
+        "operation_kind": contract.operation_kind,
+    }
 
 
 async def conclude(
     conn: AsyncConnection,
     topology: Topology,
-    contract_id: str,
+    contract: ExecutionContract,
     outcome: OperationOutcome,
-    message: OutcomeReported,
-    reconciliation_message_id: str | None,
+    attempt: AttemptRef | None,
     *,
     direct: DirectPublisher | None = None,
 ) -> None:
-    """``repository.mark_done`` and ``add`` of the outcome report, in one statement."""
-    if direct is not None:  # SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX: no outbox row
-        await repository.mark_done(
-            conn, contract_id, outcome, message.message_id, reconciliation_message_id
+    """Store the contract's outcome (``repository.done``) and enqueue what it causes — a
+    ``ReconciliationRequired`` for an uncertain attempt, then the ``OutcomeReported`` — in ONE
+    statement, the messages' ids stored with the outcome."""
+    reconciliation = None
+    if isinstance(outcome, NeedsReconciliation) and attempt is not None:
+        reconciliation = reconciliation_message(contract, attempt.attempt_id, new_id("msg"))
+    report = outcome_message(contract, outcome, new_id("msg"))
+    change = repository.done(
+        contract.contract_id,
+        outcome,
+        report.message_id,
+        None if reconciliation is None else reconciliation.message_id,
+    )
+    messages = [m for m in (reconciliation, report) if m is not None]
+    hold = None if direct is None else _holder(direct)
+    await enqueue(
+        conn, outbox, [_outgoing(topology, m) for m in messages], change=change, hold=hold
+    )
+
+
+async def republish(
+    conn: AsyncConnection, topology: Topology, contract: ExecutionContract, row: Execution
+) -> None:
+    """Send a finished contract's messages again under their own ids (a lost outcome is healed):
+    reset their outbox rows, or write them anew."""
+    assert row.outcome is not None and row.outcome_message_id is not None
+    messages: list[Envelope] = [outcome_message(contract, row.outcome, row.outcome_message_id)]
+    if row.reconciliation_message_id is not None and row.attempt is not None:
+        messages.append(
+            reconciliation_message(contract, row.attempt.attempt_id, row.reconciliation_message_id)
         )
-        await add(conn, topology, message, direct=direct)
-        return
-    await conn.execute(
-        text(
-            f"WITH done AS ({repository.MARK_DONE}), "  # noqa: S608 - constant
-            "ins AS (INSERT INTO executor.outbox "
-            "(message_id, exchange, routing_key, message_type, correlation_id, body, headers) "
-            "VALUES (:omid, :ex, :rk, :mt, :corr, :body, CAST(:headers AS jsonb)) "
-            "ON CONFLICT (message_id) DO NOTHING RETURNING 1) "
-            "SELECT pg_notify(:channel, '') FROM ins"
-        ),
-        {
-            **repository.done_params(
-                contract_id, outcome, message.message_id, reconciliation_message_id
-            ),
-            "ex": topology.name("outcomes"),
-            "rk": OUTCOME_KEY,
-            "mt": message.type,
-            "corr": message.correlation_id,
-            "body": message.model_dump_json().encode(),
-            "headers": json.dumps(tracing.headers()),
-            "channel": notify_channel(outbox),
-        },
-    )
+    await enqueue(conn, outbox, [_outgoing(topology, m) for m in messages], resend=True)
 
 
-async def republish(conn: AsyncConnection, topology: Topology, message: Envelope) -> None:
-    """Publish ``message`` again under its own id: reset its outbox row, or write it anew."""
-    await conn.execute(
-        text(
-            "WITH up AS (INSERT INTO executor.outbox "
-            "(message_id, exchange, routing_key, message_type, correlation_id, body, headers) "
-            "VALUES (:mid, :ex, :rk, :mt, :cid, :body, CAST(:headers AS jsonb)) "
-            "ON CONFLICT (message_id) DO UPDATE SET sent_at = NULL, available_at = now() "
-            "RETURNING 1) SELECT pg_notify(:channel, '') FROM up"
-        ),
-        {
-            "mid": message.message_id,
-            "ex": topology.name("outcomes"),
-            "rk": _key(message),
-            "mt": message.type,
-            "cid": message.correlation_id,
-            "body": message.model_dump_json().encode(),
-            "headers": json.dumps({}),
-            "channel": notify_channel(outbox),
-        },
-    )
+def _outgoing(topology: Topology, message: Envelope) -> Outgoing:
+    key = RECONCILIATION_KEY if isinstance(message, ReconciliationRequired) else OUTCOME_KEY
+    return Outgoing(message, topology.name("outcomes"), key)
 
 
-def _key(message: Envelope) -> str:
-    return RECONCILIATION_KEY if isinstance(message, ReconciliationRequired) else OUTCOME_KEY
+def _holder(direct: DirectPublisher) -> Hold:
+    """SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX: no outbox row; published after the commit."""
+
+    def hold(out: Outgoing) -> None:
+        direct.hold(out.message, exchange=out.exchange, routing_key=out.routing_key)
+
+    return hold

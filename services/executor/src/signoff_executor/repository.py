@@ -6,15 +6,16 @@ that also holds the domain change (local operations) or the attempt record (exte
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from signoff_contracts.operations import AttemptRef
 from signoff_contracts.outcomes import OperationOutcome, outcome_adapter
 from signoff_contracts.v1 import ExecutionContract
-from sqlalchemy import text
+from sqlalchemy import Update, func, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from signoff_executor.tables import executions
 
 Status = Literal["started", "attempting", "done"]
 
@@ -94,24 +95,17 @@ async def claim(conn: AsyncConnection, contract: ExecutionContract) -> Execution
 
 
 async def lock(conn: AsyncConnection, contract_id: str) -> Execution | None:
+    return await read(conn, contract_id, for_update=True)
+
+
+async def read(
+    conn: AsyncConnection, contract_id: str, *, for_update: bool = False
+) -> Execution | None:
     row = (
         await conn.execute(
             text(
                 f"SELECT {_COLUMNS} FROM executor.executions "  # noqa: S608 - constant columns
-                "WHERE contract_id = :cid FOR UPDATE"
-            ),
-            {"cid": contract_id},
-        )
-    ).first()
-    return _execution(row) if row is not None else None
-
-
-async def read(conn: AsyncConnection, contract_id: str) -> Execution | None:
-    row = (
-        await conn.execute(
-            text(
-                f"SELECT {_COLUMNS} FROM executor.executions "  # noqa: S608 - constant columns
-                "WHERE contract_id = :cid"
+                "WHERE contract_id = :cid" + (" FOR UPDATE" if for_update else "")
             ),
             {"cid": contract_id},
         )
@@ -129,36 +123,22 @@ async def mark_attempting(conn: AsyncConnection, contract_id: str, attempt: Atte
     )
 
 
-#: ``mark_done``'s statement, also the first part of ``outbox.conclude``'s
-MARK_DONE = (
-    "UPDATE executor.executions SET status = 'done', outcome = CAST(:outcome AS jsonb), "
-    "outcome_message_id = :omid, reconciliation_message_id = :rmid, updated_at = now() "
-    "WHERE contract_id = :cid"
-)
-
-
-def done_params(
-    contract_id: str,
-    outcome: OperationOutcome,
-    outcome_message_id: str,
-    reconciliation_message_id: str | None,
-) -> dict[str, Any]:
-    return {
-        "cid": contract_id,
-        "outcome": json.dumps(outcome.model_dump(mode="json")),
-        "omid": outcome_message_id,
-        "rmid": reconciliation_message_id,
-    }
-
-
-async def mark_done(
-    conn: AsyncConnection,
+def done(
     contract_id: str,
     outcome: OperationOutcome,
     outcome_message_id: str,
     reconciliation_message_id: str | None = None,
-) -> None:
-    await conn.execute(
-        text(MARK_DONE),
-        done_params(contract_id, outcome, outcome_message_id, reconciliation_message_id),
+) -> Update:
+    """The statement that stores a contract's outcome (``outbox.conclude`` writes it together
+    with the outcome's messages)."""
+    return (
+        update(executions)
+        .where(executions.c.contract_id == contract_id)
+        .values(
+            status="done",
+            outcome=outcome.model_dump(mode="json"),
+            outcome_message_id=outcome_message_id,
+            reconciliation_message_id=reconciliation_message_id,
+            updated_at=func.now(),
+        )
     )

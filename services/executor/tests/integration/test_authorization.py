@@ -76,6 +76,29 @@ async def test_an_external_contract_of_an_approver_no_longer_authorized_calls_no
     assert await domain.charge_status(engine, contract.proposal_id) is None
 
 
+@pytest.mark.parametrize("removed", [0, 1], ids=["first_approver", "final_approver"])
+async def test_each_approver_of_a_two_person_contract_is_checked_again(
+    engine: AsyncEngine,
+    bus: Bus,
+    settings: ExecutorSettings,
+    operations: Operations,
+    removed: int,
+) -> None:
+    """A policy needed two managers: if either has left by execution, the quorum no longer
+    stands — nothing runs, and the reason names who left."""
+    board = await domain.new_board(engine)
+    first, final = [await domain.new_member(engine, "manager") for _ in range(2)]
+    contract = contracts.note(board, approved_by=final, approvers=[first, final])
+    gone = (first, final)[removed]
+    await domain.set_role(engine, gone, None)
+    async with harness.running(settings, operations):
+        await bus.publish(contract)
+        outcome = await harness.outcome(engine, contract.contract_id)
+
+    assert _no_longer_authorized(outcome, gone), outcome
+    assert await domain.notes_of(engine, contract.contract_id) == 0
+
+
 async def test_an_approver_still_authorized_runs_as_before(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 from signoff_contracts.outcomes import Succeeded
-from signoff_executor import metrics
 from signoff_executor.settings import ExecutorSettings
+from signoff_runtime.metrics import COMMITS_IN_DOUBT
 from signoff_runtime.registry import Operations
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 
 def _in_doubt(resolution: str) -> float:
-    return metrics.COMMITS_IN_DOUBT.labels(resolution)._value.get()
+    return COMMITS_IN_DOUBT.labels(resolution)._value.get()
 
 
 async def test_commit_that_did_not_land_is_redone_from_the_row(

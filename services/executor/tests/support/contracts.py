@@ -1,4 +1,5 @@
-"""Signed execution contracts for the tests, as the proposals service would write them."""
+"""Signed execution contracts for the tests, issued as the proposals service issues them
+(``signoff_runtime.signing.issue``), with a key made for this test run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
 from signoff_runtime import keys
 from signoff_runtime.settings import ContractSigningSettings, ContractVerifyingSettings
-from signoff_runtime.signing import sign
+from signoff_runtime.signing import issue
 
 from support.domain import ORG
 
@@ -30,14 +31,13 @@ def contract(
     execute_in_s: float = 300.0,
     key: ContractSigningSettings = SIGNING,
     approved_by: str = "usr_approver",
+    approvers: list[str] | None = None,
 ) -> ExecutionContract:
     now = datetime.now(UTC)
-    proposal_id = new_id("prp")
-    unsigned = ExecutionContract(
-        correlation_id=proposal_id,
-        source="proposals",
+    return issue(
+        key,
+        proposal_id=new_id("prp"),
         contract_id=new_id("ctr"),
-        proposal_id=proposal_id,
         organization_id=ORG,
         section="boards",
         resource_id=resource_id,
@@ -48,7 +48,6 @@ def contract(
         approved_at=now,
         execute_by=now + timedelta(seconds=execute_in_s),
     )
-    return sign(unsigned, key)
 
 
 def note(
@@ -57,6 +56,7 @@ def note(
     *,
     approved_by: str = "usr_approver",
     key: ContractSigningSettings = SIGNING,
+    approvers: list[str] | None = None,
     **extra: Any,
 ) -> ExecutionContract:
     return contract(
@@ -65,6 +65,7 @@ def note(
         resource_id=board_id,
         approved_by=approved_by,
         key=key,
+        approvers=approvers,
     )
 
 

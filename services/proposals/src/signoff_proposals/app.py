@@ -20,8 +20,8 @@ from signoff_runtime import retention, unsafe
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.members import Members
-from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.registry import Operations
+from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.retention import inbox_rule, outbox_rule
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
@@ -37,6 +37,7 @@ from signoff_proposals.notifications import delivery as notification_delivery
 from signoff_proposals.notifications import routes as notification_routes
 from signoff_proposals.outcomes import routes as outcome_routes
 from signoff_proposals.pause_points import routes as pause_point_routes
+from signoff_proposals.policies import routes as policy_routes
 from signoff_proposals.settings import ProposalsSettings
 from signoff_proposals.tables import inbox, outbox
 
@@ -75,7 +76,8 @@ def create_app(
     Members(settings.auth, people, runtime.engine, PROPOSALS_AUDIENCE).install(app)
     app.state.runtime = runtime
     app.include_router(proposal_reads.router(ctx, hub))
-    for feature in (decision_routes, pause_point_routes, outcome_routes, notification_routes):
+    features = (decision_routes, pause_point_routes, outcome_routes, policy_routes)
+    for feature in (*features, notification_routes):
         app.include_router(feature.router(ctx))
     app.include_router(events.router(ctx, hub))
     install_standard_routes(app, {"db": runtime.db_ok, "broker": runtime.broker_ok}, settings)

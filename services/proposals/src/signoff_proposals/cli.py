@@ -16,6 +16,7 @@ from typing import Any
 import typer
 from signoff_contracts.v1 import AuditEntry, ProposalView
 from signoff_runtime.db import create_engine
+from signoff_runtime.settings import load as load_settings
 from sqlalchemy.exc import DBAPIError
 
 from signoff_proposals.lifecycle import repository as repo
@@ -39,7 +40,7 @@ def show(
 ) -> None:
     """Print a proposal's status, outcome and audit trail."""
     try:
-        found = asyncio.run(_load(ProposalsSettings(), proposal_id))
+        found = asyncio.run(_load(load_settings(ProposalsSettings, "proposals show"), proposal_id))
     except (DBAPIError, OSError) as exc:
         reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
         typer.echo(f"cannot read the proposals database: {reason}", err=True)
@@ -83,7 +84,7 @@ def stuck(
     """Proposals executing or needing reconciliation, escalated first, then oldest first, with
     their last check."""
     try:
-        rows = asyncio.run(_stuck(ProposalsSettings(), limit))
+        rows = asyncio.run(_stuck(load_settings(ProposalsSettings, "proposals stuck"), limit))
     except (DBAPIError, OSError) as exc:
         reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
         typer.echo(f"cannot read the proposals database: {reason}", err=True)

@@ -2,7 +2,7 @@
 
 Wiring only: each queue's work is its feature's ``handlers`` module (``intake``, ``decisions``,
 ``pause_points``, ``outcomes``); a request-reply handler returns its typed reply and this module
-publishes it.
+publishes it (``signoff_runtime.rpc.answer``).
 
 Each subscriber acks manually through ``settle`` (after its transaction committed) and parses
 the body itself, so a malformed message is answered or dead-lettered with a reason instead of
@@ -23,11 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from faststream import AckPolicy
-from faststream.rabbit import Channel, RabbitBroker
+from faststream.rabbit import RabbitBroker
 from faststream.rabbit.message import RabbitMessage as Message
 from signoff_contracts.v1 import Envelope
-from signoff_runtime.consumer import Delivery, raw_body, settle
+from signoff_runtime import consumer, rpc
 from signoff_runtime.senders import Senders, broker_user
 
 from signoff_proposals.context import Context
@@ -38,31 +37,14 @@ from signoff_proposals.outcomes import handlers as outcome_handlers
 from signoff_proposals.pause_points import handlers as pause_point_handlers
 from signoff_proposals.rejections import rejecting
 
-Handler = Callable[[Message], Awaitable[None]]
-
 
 def register(ctx: Context, broker: RabbitBroker) -> None:
     topo = ctx.topology
     senders = Senders.from_settings(ctx.settings)
 
-    def subscriber(key: str) -> Callable[[Handler], object]:
-        return broker.subscriber(
-            topo.queue(key),
-            exchange=topo.exchange(topo.spec(key).exchange),
-            ack_policy=AckPolicy.MANUAL,
-            channel=Channel(prefetch_count=ctx.settings.amqp.prefetch),
-            no_reply=True,
-            decoder=raw_body,
-        )
-
-    def consume(key: str, work: Callable[[Message], Callable[[], Awaitable[None]]]) -> None:
-        async def handler(msg: Delivery) -> None:
-            await settle(
-                msg, broker=broker, topology=topo, queue_key=key, senders=senders, work=work(msg)
-            )
-
-        handler.__name__ = handler.__qualname__ = f"on_{key.replace('.', '_').replace('-', '_')}"
-        subscriber(key)(handler)
+    def consume(key: str, work: Callable[[Message], Awaitable[None]]) -> None:
+        prefetch = ctx.settings.amqp.prefetch
+        consumer.consume(broker, topo, senders, key, work, prefetch=prefetch, bind=True)
 
     # request-reply queues: a final failure still gets a typed rejection
     answered = {
@@ -72,12 +54,9 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
     }
     for key, answer in answered.items():
         consume(key, _answering(ctx, broker, key, answer))
-    consume("proposals.outcomes", lambda msg: lambda: outcome_handlers.outcome(ctx, msg))
-    consume("proposals.reconciliation", lambda msg: lambda: _checked(ctx, msg))
-    consume(
-        "proposals.notifications",
-        lambda msg: lambda: notification_handlers.on_event(ctx, msg),
-    )
+    consume("proposals.outcomes", lambda msg: outcome_handlers.outcome(ctx, msg))
+    consume("proposals.reconciliation", lambda msg: _checked(ctx, msg))
+    consume("proposals.notifications", lambda msg: notification_handlers.on_event(ctx, msg))
 
 
 async def _checked(ctx: Context, msg: Message) -> None:
@@ -91,38 +70,26 @@ def _answering(
     broker: RabbitBroker,
     key: str,
     answer: Callable[[Context, Message], Awaitable[Envelope]],
-) -> Callable[[Message], Callable[[], Awaitable[None]]]:
+) -> Callable[[Message], Awaitable[None]]:
     return lambda msg: _answered(ctx, broker, msg, key, answer)
 
 
-def _answered(
+async def _answered(
     ctx: Context,
     broker: RabbitBroker,
     msg: Message,
     key: str,
     answer: Callable[[Context, Message], Awaitable[Envelope]],
-) -> Callable[[], Awaitable[None]]:
+) -> None:
     """The work for a request-reply queue: answer, and a final failure still gets a rejection."""
 
     async def reply(envelope: Envelope) -> None:
-        await _reply(ctx, broker, msg, envelope)
+        amqp = ctx.settings.amqp
+        await rpc.answer(
+            broker, msg, envelope, user_id=broker_user(amqp.url), timeout=amqp.publish_timeout_s
+        )
 
     async def work() -> None:
         await reply(await answer(ctx, msg))
 
-    return lambda: rejecting(msg, ctx.topology, key, work, reply)
-
-
-async def _reply(ctx: Context, broker: RabbitBroker, msg: Message, reply: Envelope) -> None:
-    if not msg.reply_to:
-        return
-    await broker.publish(
-        reply.model_dump_json().encode(),
-        routing_key=msg.reply_to,
-        correlation_id=msg.raw_message.correlation_id,
-        message_id=reply.message_id,
-        message_type=reply.type,
-        content_type="application/json",
-        user_id=broker_user(ctx.settings.amqp.url),
-        timeout=ctx.settings.amqp.publish_timeout_s,
-    )
+    await rejecting(msg, ctx.topology, key, work, reply)

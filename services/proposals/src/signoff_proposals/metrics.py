@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
+from signoff_contracts.status import ProposalStatus
+from signoff_runtime.unit_of_work import UnitOfWork
 
 TRANSITIONS = Counter(
     "signoff_proposals_transitions_total",
@@ -34,3 +36,8 @@ SWEEP_SECONDS = Histogram(
     "How long one round of a background sweep took, counting only rounds that changed something.",
     ["sweep"],
 )
+
+
+def count_transition(uow: UnitOfWork, kind: str, status: ProposalStatus) -> None:
+    """Count a status change once ``uow`` has committed (a rolled-back one counts nothing)."""
+    uow.after_commit(TRANSITIONS.labels(kind=kind, status=status.value).inc)

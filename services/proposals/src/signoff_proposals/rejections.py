@@ -16,11 +16,11 @@ import structlog
 from faststream.rabbit.message import RabbitMessage
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v1 import (
-    ApprovalReply,
     Envelope,
     PausePointRequestReply,
     ProposalRequestReply,
 )
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.consumer import PermanentError, delivery_count
 from signoff_runtime.topology import Topology
 

@@ -11,6 +11,7 @@ from signoff_runtime.inbox import inbox_table
 from signoff_runtime.outbox import outbox_table
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -66,6 +67,13 @@ proposals = Table(
     Column("republish_count", Integer, nullable=False, server_default=text("0")),
     Column("outcome", JSONB),
     Column("outcome_at", DateTime(timezone=True)),
+    # the approval policy frozen in at intake and the approvals so far (migration 0007): the
+    # ``approvals`` table is the record, this column the row's copy for views and contracts
+    Column("policy_version", Integer),
+    Column("approvals_required", Integer, nullable=False, server_default=text("1")),
+    Column("approver_roles", JSONB),
+    Column("proposer_may_approve", Boolean, nullable=False, server_default=text("true")),
+    Column("approvals", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
     CheckConstraint(_in("status", PROPOSAL_STATUSES), name="ck_proposals_status"),
     CheckConstraint("char_length(decline_reason) <= 500", name="ck_proposals_decline_reason"),
 )
@@ -140,6 +148,31 @@ Index(
     "ix_pause_points_pending_expiry",
     pause_points.c.expires_at,
     postgresql_where=text("status = 'pending'"),
+)
+
+# Approval policies (migration 0007): every version of an organization's policy for an operation
+# kind, append-only — the newest is in force, the older ones are its audit trail.
+approval_policies = Table(
+    "approval_policies",
+    metadata,
+    Column("organization_id", Text, primary_key=True),
+    Column("operation_kind", Text, primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("rules", JSONB, nullable=False),
+    Column("set_by", Text, nullable=False),
+    Column("set_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    CheckConstraint("version >= 1", name="ck_approval_policies_version"),
+)
+
+# One row per person who approved a proposal: the primary key makes a second approval by the
+# same person a no-op, and the quorum is the count of these rows (``policies.quorum``).
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("proposal_id", Text, ForeignKey(f"{SCHEMA}.proposals.id"), primary_key=True),
+    Column("approver", Text, primary_key=True),
+    Column("role", Text, nullable=False),
+    Column("approved_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
 outbox = outbox_table(metadata, SCHEMA)

@@ -11,7 +11,8 @@ from proposals_testkit import drain_queue, forget_unsent_outbox
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
 from signoff_proposals.tables import outbox
-from signoff_runtime.outbox import OutboxRelay, enqueue
+from signoff_runtime.outbox import Outgoing, enqueue
+from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.signing import sign
 from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import ROUTING_KEYS
@@ -51,9 +52,7 @@ def _contract(settings) -> ExecutionContract:
 
 async def _enqueue(engine, topology, message, routing_key: str) -> None:
     async with engine.begin() as conn:
-        await enqueue(
-            conn, outbox, message, exchange=topology.name("contracts"), routing_key=routing_key
-        )
+        await enqueue(conn, outbox, [Outgoing(message, topology.name("contracts"), routing_key)])
 
 
 async def _row(engine, message_id: str):

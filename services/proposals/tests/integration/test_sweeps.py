@@ -16,9 +16,9 @@ from signoff_proposals import sweeps
 from signoff_proposals.context import Context
 from signoff_proposals.decisions import decide
 from signoff_proposals.intake import store as intake
-from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.settings import ProposalsGroup
 from signoff_runtime.tokens import issue_token
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy import text
 
 pytestmark = pytest.mark.integration
@@ -57,7 +57,7 @@ async def _claimed(ctx: Context) -> str:
     pid = await _pending(ctx, org)
     user = new_id("usr")
     await _sql(ctx, "INSERT INTO proposals_testing.members VALUES (:u, :o, 'admin')", u=user, o=org)
-    async with repo.unit_of_work(ctx.engine) as tx:
+    async with unit_of_work(ctx.engine) as tx:
         reply = await decide.approve(ctx, tx, issue_token(ctx.settings.auth, user, org), pid)
     assert reply.result == "claimed"
     return pid

@@ -32,11 +32,11 @@ from signoff_contracts.v1 import Envelope, ExecutionContract
 from signoff_proposals.app import create_app
 from signoff_proposals.context import Context
 from signoff_proposals.decisions import decide
-from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.settings import UnsafeSettings
 from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import unit_of_work
 from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -82,7 +82,9 @@ async def _waiting_on_the_row(engine: AsyncEngine) -> int:
             await conn.scalar(
                 text(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE proposals.proposals%'"
+                    "AND wait_event_type = 'Lock' AND (query LIKE 'UPDATE proposals.proposals%' "
+                    # an approval first locks the row for its quorum step (policies.quorum)
+                    "OR query LIKE 'SELECT%FROM proposals.proposals%FOR UPDATE%')"
                 )
             )
         )
@@ -176,7 +178,7 @@ async def test_an_approvals_contract_and_the_outbox(running: Running, amqp_url: 
     other = await service.pending(org)
     crash = DiesAfterCommit()
     dying = dataclasses.replace(ctx, direct=crash if unsafe else None)
-    async with repo.unit_of_work(ctx.engine) as tx:
+    async with unit_of_work(ctx.engine) as tx:
         reply = await decide.approve(dying, tx, await service.approver(org), other)
 
     assert reply.result == "claimed" and (await service.row(other)).status == "executing"
@@ -225,3 +227,22 @@ async def test_a_contract_the_agent_made(running: Running) -> None:
     [contract] = await service.contracts(pid)
     # the person approved "1 point for Alice"; the contract runs 9,999 for Mallory
     assert contract["arguments"] == {"member_id": "usr_mallory", "points": 9999}
+
+
+@_switches(skip_quorum=True)
+async def test_a_two_person_proposal_and_its_quorum(running: Running) -> None:
+    """Two managers must approve: with the quorum check off, the first approval alone claims."""
+    service, unsafe = running.harness, running.context.settings.unsafe.skip_quorum
+    org = new_id("org")
+    saved = await service.set_policy(org, [{"approvals": 2}])
+    assert saved.status_code == 200, saved.text
+    pid = await service.pending(org)
+
+    resp = await service.approve_http(pid, await service.approver(org))
+
+    contracts = await service.contracts(pid)
+    if unsafe:
+        assert resp.json()["result"] == "claimed" and len(contracts) == 1  # one approval ran it
+        assert ExecutionContract.model_validate(contracts[0]).approvers is None
+    else:
+        assert resp.json()["result"] == "approval_recorded" and contracts == []

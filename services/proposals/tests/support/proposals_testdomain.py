@@ -77,6 +77,7 @@ class GrantPoints(LocalOperation[GrantRequest, GrantArguments, GrantPreview, Gra
     Arguments: ClassVar[type[GrantArguments]] = GrantArguments
     Preview: ClassVar[type[GrantPreview]] = GrantPreview
     Result = GrantResult
+    policy_facts: ClassVar[tuple[str, ...]] = ("points",)
 
     async def resolve(
         self, request: GrantRequest, scope: Scope, conn: Any

@@ -17,13 +17,12 @@ import httpx
 from faststream.rabbit import RabbitBroker
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import (
-    ApprovalReply,
     ApproveProposal,
     Envelope,
     OutcomeReported,
     ProposalRequestReply,
 )
-from signoff_contracts.v2 import PausePointRequested, ProposalRequested
+from signoff_contracts.v2 import ApprovalReply, PausePointRequested, ProposalRequested
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing import wait_until
 from signoff_runtime.tokens import issue_token
@@ -165,6 +164,15 @@ class Harness:
     async def approve_http(self, proposal_id: str, token: str | None) -> httpx.Response:
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         return await self.http.post(f"/v1/proposals/{proposal_id}/approve", headers=headers)
+
+    async def set_policy(self, org: str, rules: list[dict[str, Any]], kind: str = KIND) -> Any:
+        """Save ``rules`` as ``org``'s policy for ``kind`` (as a new manager of ``org``)."""
+        token = await self.approver(org, "manager")
+        return await self.http.put(
+            f"/v1/policies/{kind}",
+            json={"rules": rules},
+            headers={"Authorization": f"Bearer {token}"},
+        )
 
     async def report(self, outcome: OutcomeReported) -> None:
         await self.broker.publish(

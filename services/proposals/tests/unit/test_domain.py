@@ -11,7 +11,7 @@ from signoff_contracts.outcomes import (
     TerminalFailure,
 )
 from signoff_contracts.reasons import Reason
-from signoff_contracts.status import TRANSITIONS, ProposalStatus
+from signoff_contracts.status import TRANSITIONS, IllegalTransition, ProposalStatus
 from signoff_proposals.lifecycle import domain
 from signoff_proposals.settings import ProposalsSettings
 
@@ -104,6 +104,40 @@ def test_outcome_sources_follow_the_transition_table():
 
 def test_routing_keys():
     assert domain.routing_key("outcome") == "proposal.outcome"
+
+
+# The lifecycle table, move by move: what each writes besides the status.
+MOVES = {
+    (S.PENDING, S.EXECUTING): ("claimed", "executing", "unexpired"),
+    (S.PENDING, S.DECLINED): ("declined", "decided", "unexpired"),
+    (S.PENDING, S.WITHDRAWN): ("withdrawn", "decided", "unexpired"),
+    (S.PENDING, S.SUPERSEDED): ("superseded", "superseded", "unexpired"),
+    (S.PENDING, S.FAILED): ("failed", "outcome", "unexpired"),
+    (S.PENDING, S.EXPIRED): ("expired", "expired", "lapsed"),
+    **{
+        (source, target): ("outcome", "outcome", None)
+        for source in (S.EXECUTING, S.NEEDS_RECONCILIATION)
+        for target in (S.SUCCEEDED, S.REVISION_REQUIRED, S.FAILED)
+    },
+    (S.EXECUTING, S.NEEDS_RECONCILIATION): ("outcome", "outcome", None),
+}
+
+
+@pytest.mark.parametrize(("source", "target"), [(a, b) for a in S for b in S], ids=str)
+def test_each_move_of_the_table_and_nothing_else(source, target):
+    if (source, target) not in MOVES:
+        with pytest.raises(IllegalTransition):
+            domain.step(source, target)
+        return
+    move = domain.step(source, target)
+    assert (move.action, move.event, move.clock) == MOVES[(source, target)]
+    assert move.sends_contract is (target is S.EXECUTING)
+    assert target in TRANSITIONS[source]
+
+
+def test_the_moves_are_the_table():
+    assert set(MOVES) == {(a, b) for a, targets in TRANSITIONS.items() for b in targets}
+    assert (domain.CREATION.action, domain.CREATION.event) == ("created", "created")
 
 
 def test_cursor_round_trip_and_rejects_garbage():

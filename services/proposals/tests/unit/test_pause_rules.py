@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from signoff_contracts import forms, pause_requests
 from signoff_contracts.v2 import PausePointRequested
-from signoff_proposals.pause_points import forms
 from signoff_proposals.pause_points import rules as pause_rules
 from signoff_proposals.pause_points.rules import Resolution
 
@@ -172,7 +172,7 @@ PAYLOAD = {"draft_id": "d_1", "subject": "Spring news"}
             "approval",
             None,
             PAYLOAD,
-            Resolution("approve", payload={"x": "y" * pause_rules.MAX_PAYLOAD_BYTES}),
+            Resolution("approve", payload={"x": "y" * pause_requests.MAX_PAYLOAD_BYTES}),
             "payload_too_large",
         ),
         # with a schema, the edit must fill it in

@@ -12,15 +12,16 @@ from fastapi import FastAPI
 from signoff_contracts.operations import check_operation
 from signoff_runtime import retention
 from signoff_runtime.http import install_standard_routes
-from signoff_runtime.outbox import OutboxRelay
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, load_operations
+from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.retention import inbox_rule, outbox_rule
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
 
-from signoff_reconciler import dead_letters, handlers, tables
+from signoff_reconciler import handlers, tables
 from signoff_reconciler.checks import Checker
+from signoff_reconciler.dead_letters import handlers as dead_letter_handlers
 from signoff_reconciler.settings import ReconcilerSettings
 
 
@@ -41,7 +42,7 @@ def create_app(settings: ReconcilerSettings, operations: Operations | None = Non
     )
     handlers.register(runtime, ops, checker, prefetch=group.prefetch)
     if group.archive_dead_letters:
-        dead_letters.register(runtime, prefetch=group.dead_letter_prefetch)
+        dead_letter_handlers.register(runtime, prefetch=group.dead_letter_prefetch)
     relay = OutboxRelay(
         runtime.engine,
         tables.outbox,

@@ -38,6 +38,7 @@ from signoff_contracts.outcomes import NeedsReconciliation, OperationOutcome
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_reconciler import metrics, reports, repository
@@ -85,9 +86,9 @@ class Checker:
 
     async def pass_once(self) -> int:
         """Lease one batch of due checks and check each; return how many were leased."""
-        async with self._engine.begin() as conn:
+        async with unit_of_work(self._engine) as uow:
             due = await repository.lease_due(
-                conn, self.owner, self._settings.batch, self._settings.lease_s
+                uow.conn, self.owner, self._settings.batch, self._settings.lease_s
             )
         for check in due:
             await self._check(check)
@@ -99,10 +100,10 @@ class Checker:
         for op in self._operations:
             if not isinstance(op, ExternalOperation):
                 continue
-            async with self._engine.begin() as conn:
-                stranded = await op.stranded_attempts(conn, self._settings.stranded_after_s)
+            async with unit_of_work(self._engine) as uow:
+                stranded = await op.stranded_attempts(uow.conn, self._settings.stranded_after_s)
                 for attempt in stranded:
-                    if await repository.open_stranded(conn, op.kind, op.version, attempt):
+                    if await repository.open_stranded(uow.conn, op.kind, op.version, attempt):
                         opened += 1
                         metrics.STRANDED.labels(op.kind).inc()
                         log.warning(
@@ -150,16 +151,16 @@ class Checker:
             return "unsupported"
         assert isinstance(op, ExternalOperation)
         provider = self._providers.for_operation(op)
-        async with self._engine.begin() as conn:
-            locked = await repository.lock_leased(conn, check.id, self.owner)
+        async with unit_of_work(self._engine) as uow:
+            locked = await repository.lock_leased(uow.conn, check.id, self.owner)
             if locked is None:
                 return "lost_lease"
-            outcome = await op.reconcile(locked.attempt_id, conn, provider)
+            outcome = await op.reconcile(locked.attempt_id, uow.conn, provider)
             if outcome is not None and not isinstance(outcome, NeedsReconciliation):
-                await self._conclude(conn, locked, outcome)
+                await self._conclude(uow.conn, locked, outcome)
                 log.info("reconciliation.resolved", outcome=outcome.type, checks=locked.checks + 1)
                 return "resolved"
-            await self._reschedule(conn, locked, "pending", None)
+            await self._reschedule(uow.conn, locked, "pending", None)
         return "pending"
 
     async def _conclude(
@@ -177,11 +178,11 @@ class Checker:
         self, check: Check, result: str, detail: str, *, at_cap: bool = False
     ) -> None:
         """A check that failed (its transaction rolled back): record it and ask again later."""
-        async with self._engine.begin() as conn:
-            locked = await repository.lock_leased(conn, check.id, self.owner)
+        async with unit_of_work(self._engine) as uow:
+            locked = await repository.lock_leased(uow.conn, check.id, self.owner)
             if locked is None:
                 return
-            await self._reschedule(conn, locked, result, detail, at_cap=at_cap)
+            await self._reschedule(uow.conn, locked, result, detail, at_cap=at_cap)
 
     async def _reschedule(
         self,

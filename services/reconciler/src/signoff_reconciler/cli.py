@@ -24,13 +24,18 @@ from typing import Any, TypeVar
 import typer
 from signoff_runtime.db import create_engine
 from signoff_runtime.registry import load_operations
+from signoff_runtime.settings import load as load_settings
 from signoff_runtime.topology import Topology
 from sqlalchemy.exc import DBAPIError
 
-from signoff_reconciler import dead_letters, operators
-from signoff_reconciler.dead_letters import DeadLetter, ReplayRefused
-from signoff_reconciler.operators import CheckState, OperatorRefused, Verdict
+from signoff_reconciler import operators
+from signoff_reconciler.dead_letters import replay as replaying
+from signoff_reconciler.dead_letters import repository as archived
+from signoff_reconciler.dead_letters.replay import ReplayRefused
+from signoff_reconciler.dead_letters.repository import DeadLetter
+from signoff_reconciler.operators import OperatorRefused, Verdict
 from signoff_reconciler.redaction import redact, redact_body, redact_text
+from signoff_reconciler.repository import CheckState
 from signoff_reconciler.settings import ReconcilerSettings
 
 T = TypeVar("T")
@@ -55,7 +60,7 @@ def reconcile(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Check a proposal's uncertain attempt now, or resolve it by hand (audited)."""
-    settings = ReconcilerSettings()
+    settings = load_settings(ReconcilerSettings, "reconcile")
     if resolve is None:
         wait_s = wait if wait is not None else settings.reconciler.check_now_wait_s
         found = _run(
@@ -98,8 +103,8 @@ def list_letters(
 ) -> None:
     """Archived dead letters, oldest first (not yet replayed, unless --all)."""
     letters = _run(
-        ReconcilerSettings(),
-        lambda engine: dead_letters.listing(engine, queue=queue, replayed=show_all, limit=limit),
+        load_settings(ReconcilerSettings, "dlq list"),
+        lambda engine: archived.listing(engine, queue=queue, replayed=show_all, limit=limit),
     )
     if as_json:
         typer.echo(json.dumps([_letter_json(letter) for letter in letters], indent=2))
@@ -120,7 +125,10 @@ def show(
     letter_id: int = typer.Argument(..., help="The dead letter's id (from dlq list)."),
 ) -> None:
     """One archived dead letter in full, as JSON (bearer tokens redacted)."""
-    letter = _run(ReconcilerSettings(), lambda engine: dead_letters.one(engine, letter_id))
+    letter = _run(
+        load_settings(ReconcilerSettings, "dlq show"),
+        lambda engine: archived.one(engine, letter_id),
+    )
     if letter is None:
         typer.echo(f"not_found: no dead letter {letter_id}", err=True)
         raise typer.Exit(1)
@@ -134,11 +142,11 @@ def replay(
     note: str | None = typer.Option(None, "--note", help="What was fixed."),
 ) -> None:
     """Re-publish one dead letter to its queue (once; audited)."""
-    settings = ReconcilerSettings()
+    settings = load_settings(ReconcilerSettings, "dlq replay")
     topology = Topology(settings.amqp.prefix, settings.amqp.delivery_limit)
     letter = _run(
         settings,
-        lambda engine: dead_letters.replay(
+        lambda engine: replaying.replay(
             engine,
             settings.amqp.url,
             topology,

@@ -8,19 +8,14 @@ answer.
 
 from __future__ import annotations
 
-from typing import Any
-
-from faststream import AckPolicy
-from faststream.message import StreamMessage
-from faststream.rabbit import Channel
-from faststream.rabbit.annotations import RabbitMessage
 from signoff_contracts.outcomes import outcome_adapter
 from signoff_contracts.v1 import ReconciliationRequired
-from signoff_runtime.consumer import PermanentError, settle
+from signoff_runtime.consumer import PermanentError, consume
 from signoff_runtime.inbox import first_delivery
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.service import Runtime
 from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_reconciler import metrics, reports, repository
@@ -44,12 +39,12 @@ async def record(
         raise PermanentError(
             "unsupported_version", f"{message.operation_kind} v{message.contract_version}"
         ) from None
-    async with engine.begin() as conn:
-        fresh = await first_delivery(conn, inbox, message.message_id)
+    async with unit_of_work(engine) as uow:
+        fresh = await first_delivery(uow.conn, inbox, message.message_id)
         if fresh:
-            fresh = await repository.record(conn, message)
+            fresh = await repository.record(uow.conn, message)
             if not fresh and topology is not None:
-                await _report_withheld(conn, topology, message)
+                await _report_withheld(uow.conn, topology, message)
     metrics.REQUESTS.labels("recorded" if fresh else "duplicate").inc()
     return fresh
 
@@ -69,30 +64,16 @@ async def _report_withheld(
     await repository.set_outcome_message(conn, check.id, message_id)
 
 
-async def _raw(msg: StreamMessage[Any]) -> bytes:
-    return msg.body
-
-
 def register(runtime: Runtime, operations: Operations, checker: Checker, *, prefetch: int) -> None:
-    broker, topology, engine = runtime.broker, runtime.topology, runtime.engine
-    senders = runtime.senders
-
     async def work(body: bytes) -> None:
-        if await record(engine, operations, body, topology):
+        if await record(runtime.engine, operations, body, runtime.topology):
             checker.wake()
 
-    @broker.subscriber(
-        topology.queue(QUEUE),
-        channel=Channel(prefetch_count=prefetch),
-        ack_policy=AckPolicy.MANUAL,
-        decoder=_raw,
+    consume(
+        runtime.broker,
+        runtime.topology,
+        runtime.senders,
+        QUEUE,
+        lambda msg: work(msg.body),
+        prefetch=prefetch,
     )
-    async def on_required(msg: RabbitMessage) -> None:
-        await settle(
-            msg,
-            broker=broker,
-            topology=topology,
-            queue_key=QUEUE,
-            senders=senders,
-            work=lambda: work(msg.body),
-        )

@@ -14,69 +14,21 @@ is a ``gave_up`` one left from before escalation replaced giving up.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import ExternalOperation
 from signoff_contracts.outcomes import OperationOutcome, Succeeded, TerminalFailure
 from signoff_runtime.registry import Operations, UnknownOperation
 from signoff_runtime.topology import Topology
-from sqlalchemy import text
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff_reconciler import metrics, reports
-from signoff_reconciler.repository import Check
+from signoff_reconciler import metrics, reports, repository
+from signoff_reconciler.repository import CheckState
 
 Verdict = Literal["succeeded", "failed"]
-_STATE = (
-    "id, attempt_id, proposal_id, contract_id, operation_kind, contract_version, "
-    "required_message_id, checks, extract(epoch FROM now() - created_at)::float8 AS age_s, "
-    "status, found_by, last_result, last_checked_at, next_check_at, outcome, resolved_by, "
-    "operator, note, created_at, resolved_at, escalated_at"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class CheckState:
-    id: int
-    attempt_id: str
-    proposal_id: str
-    contract_id: str | None
-    operation_kind: str
-    contract_version: int
-    required_message_id: str | None
-    checks: int
-    age_s: float
-    status: str
-    found_by: str
-    last_result: dict[str, Any] | None
-    last_checked_at: datetime | None
-    next_check_at: datetime
-    outcome: dict[str, Any] | None
-    resolved_by: str | None
-    operator: str | None
-    note: str | None
-    created_at: datetime
-    resolved_at: datetime | None
-    escalated_at: datetime | None = None
-
-    def as_check(self) -> Check:
-        return Check(
-            id=self.id,
-            attempt_id=self.attempt_id,
-            proposal_id=self.proposal_id,
-            contract_id=self.contract_id,
-            operation_kind=self.operation_kind,
-            contract_version=self.contract_version,
-            required_message_id=self.required_message_id,
-            checks=self.checks,
-            age_s=self.age_s,
-            escalated=self.escalated_at is not None,
-        )
 
 
 class OperatorRefused(Exception):
@@ -86,40 +38,20 @@ class OperatorRefused(Exception):
         self.detail = detail
 
 
-async def states(
-    conn: AsyncConnection, proposal_id: str, *, lock: bool = False
-) -> list[CheckState]:
-    """The proposal's checks (one per attempt), oldest first."""
-    rows = await conn.execute(
-        text(
-            f"SELECT {_STATE} FROM reconciler.checks WHERE proposal_id = :p "  # noqa: S608
-            f"ORDER BY id{' FOR UPDATE' if lock else ''}"
-        ),
-        {"p": proposal_id},
-    )
-    return [CheckState(**row._mapping) for row in rows]
-
-
 async def check_now(
     engine: AsyncEngine, proposal_id: str, *, wait_s: float, poll_s: float = 0.2
 ) -> list[CheckState]:
     """Make the open checks due now and wait until each was checked again or concluded."""
-    async with engine.begin() as conn:
-        before = await states(conn, proposal_id)
+    async with unit_of_work(engine) as uow:
+        before = await repository.states(uow.conn, proposal_id)
         if not before:
             raise OperatorRefused("not_found", f"no reconciliation check for {proposal_id}")
-        await conn.execute(
-            text(
-                "UPDATE reconciler.checks SET next_check_at = now() "
-                "WHERE proposal_id = :p AND status = 'open'"
-            ),
-            {"p": proposal_id},
-        )
+        await repository.make_due(uow.conn, proposal_id)
     waiting = {c.id: c.checks for c in before if c.status == "open"}
     deadline = time.monotonic() + wait_s
     while True:
         async with engine.connect() as conn:
-            now = await states(conn, proposal_id)
+            now = await repository.states(conn, proposal_id)
         if all(c.status != "open" or c.checks > waiting[c.id] for c in now if c.id in waiting):
             return now
         if time.monotonic() > deadline:
@@ -141,8 +73,8 @@ async def resolve(
     note: str,
 ) -> tuple[CheckState, OperationOutcome]:
     """Resolve the proposal's unresolved check by hand; the outcome reported."""
-    async with engine.begin() as conn:
-        found = await states(conn, proposal_id, lock=True)
+    async with unit_of_work(engine) as uow:
+        found = await repository.states(uow.conn, proposal_id, lock=True)
         if not found:
             raise OperatorRefused("not_found", f"no reconciliation check for {proposal_id}")
         target = next((c for c in found if c.status in ("open", "gave_up")), None)
@@ -153,31 +85,20 @@ async def resolve(
                 f"{last.attempt_id} was resolved by {last.operator or last.resolved_by} "
                 f"at {last.resolved_at.isoformat() if last.resolved_at else '?'}",
             )
-        outcome = await _settle(conn, operations, target, verdict)
+        outcome = await _settle(uow.conn, operations, target, verdict)
         check = target.as_check()
         message_id = await reports.outcome(
-            conn, topology, check, outcome, operator=operator, note=note
+            uow.conn, topology, check, outcome, operator=operator, note=note
         )
-        await conn.execute(
-            text(
-                "UPDATE reconciler.checks SET status = 'resolved', checks = checks + 1, "
-                "last_checked_at = now(), resolved_at = now(), "
-                "outcome = CAST(:outcome AS jsonb), outcome_message_id = :mid, "
-                "last_result = CAST(:result AS jsonb), resolved_by = 'operator', "
-                "operator = :operator, note = :note, lease_owner = NULL, lease_until = NULL "
-                "WHERE id = :id AND status IN ('open', 'gave_up')"
-            ),
-            {
-                "id": target.id,
-                "outcome": json.dumps(outcome.model_dump(mode="json")),
-                "mid": message_id,
-                "result": json.dumps({"result": "manual", "verdict": verdict}),
-                "operator": operator,
-                "note": note,
-            },
+        await repository.resolve_by_operator(
+            uow.conn, target.id, outcome, message_id, verdict=verdict, operator=operator, note=note
         )
-        await reports.checked(conn, topology, check, "manual", detail=f"{verdict} by {operator}")
-        [resolved] = [c for c in await states(conn, proposal_id) if c.id == target.id]
+        await reports.checked(
+            uow.conn, topology, check, "manual", detail=f"{verdict} by {operator}"
+        )
+        [resolved] = [
+            c for c in await repository.states(uow.conn, proposal_id) if c.id == target.id
+        ]
     metrics.OPERATOR_RESOLUTIONS.labels(verdict).inc()
     return resolved, outcome
 

@@ -17,7 +17,7 @@ from typing import Literal
 from signoff_contracts.ids import new_id
 from signoff_contracts.outcomes import OperationOutcome
 from signoff_contracts.v1 import OutcomeReported, ReconciliationChecked
-from signoff_runtime.outbox import enqueue
+from signoff_runtime.outbox import Outgoing, enqueue
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -63,13 +63,8 @@ async def outcome(
         operator=operator,
         note=note,
     )
-    await enqueue(
-        conn,
-        outbox,
-        message,
-        exchange=topology.name("outcomes"),
-        routing_key=ROUTING_KEYS["proposals.outcomes"],
-    )
+    out = Outgoing(message, topology.name("outcomes"), ROUTING_KEYS["proposals.outcomes"])
+    await enqueue(conn, outbox, [out])
     return message.message_id
 
 
@@ -96,10 +91,5 @@ async def checked(
         next_check_at=next_check_at,
         escalated=escalated,
     )
-    await enqueue(
-        conn,
-        outbox,
-        message,
-        exchange=topology.name("outcomes"),
-        routing_key=ROUTING_KEYS["proposals.reconciliation"],
-    )
+    out = Outgoing(message, topology.name("outcomes"), ROUTING_KEYS["proposals.reconciliation"])
+    await enqueue(conn, outbox, [out])

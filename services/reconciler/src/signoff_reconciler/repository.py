@@ -4,6 +4,10 @@ Every write after the lease is conditional on ``status = 'open' AND lease_owner 
 reconciler whose commit failed in doubt, or whose lease ran out, cannot overwrite a check someone
 else resolved — the conditional update simply matches nothing. An operator's resolution is
 conditional on the check not being resolved, and holds the row lock while it runs.
+
+Every statement on ``reconciler.checks`` is here — the loop's, the request consumer's and the
+operators' — so that the conditions that keep them from overwriting each other read side by
+side; that is why this module is a little over 300 lines.
 """
 
 from __future__ import annotations
@@ -216,3 +220,106 @@ async def open_summary(conn: AsyncConnection) -> tuple[int, float, int]:
         )
     ).one()
     return int(row[0]), float(row[1]), int(row[2])
+
+
+# --- what operators see and do (``operators``) ------------------------------------------------
+
+_STATE = (
+    "id, attempt_id, proposal_id, contract_id, operation_kind, contract_version, "
+    "required_message_id, checks, extract(epoch FROM now() - created_at)::float8 AS age_s, "
+    "status, found_by, last_result, last_checked_at, next_check_at, outcome, resolved_by, "
+    "operator, note, created_at, resolved_at, escalated_at"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckState:
+    id: int
+    attempt_id: str
+    proposal_id: str
+    contract_id: str | None
+    operation_kind: str
+    contract_version: int
+    required_message_id: str | None
+    checks: int
+    age_s: float
+    status: str
+    found_by: str
+    last_result: dict[str, Any] | None
+    last_checked_at: datetime | None
+    next_check_at: datetime
+    outcome: dict[str, Any] | None
+    resolved_by: str | None
+    operator: str | None
+    note: str | None
+    created_at: datetime
+    resolved_at: datetime | None
+    escalated_at: datetime | None = None
+
+    def as_check(self) -> Check:
+        return Check(
+            id=self.id,
+            attempt_id=self.attempt_id,
+            proposal_id=self.proposal_id,
+            contract_id=self.contract_id,
+            operation_kind=self.operation_kind,
+            contract_version=self.contract_version,
+            required_message_id=self.required_message_id,
+            checks=self.checks,
+            age_s=self.age_s,
+            escalated=self.escalated_at is not None,
+        )
+
+
+async def states(
+    conn: AsyncConnection, proposal_id: str, *, lock: bool = False
+) -> list[CheckState]:
+    """The proposal's checks (one per attempt), oldest first."""
+    rows = await conn.execute(
+        text(
+            f"SELECT {_STATE} FROM reconciler.checks WHERE proposal_id = :p "  # noqa: S608
+            f"ORDER BY id{' FOR UPDATE' if lock else ''}"
+        ),
+        {"p": proposal_id},
+    )
+    return [CheckState(**row._mapping) for row in rows]
+
+
+async def make_due(conn: AsyncConnection, proposal_id: str) -> None:
+    await conn.execute(
+        text(
+            "UPDATE reconciler.checks SET next_check_at = now() "
+            "WHERE proposal_id = :p AND status = 'open'"
+        ),
+        {"p": proposal_id},
+    )
+
+
+async def resolve_by_operator(
+    conn: AsyncConnection,
+    check_id: int,
+    outcome: OperationOutcome,
+    message_id: str | None,
+    *,
+    verdict: str,
+    operator: str,
+    note: str,
+) -> None:
+    await conn.execute(
+        text(
+            "UPDATE reconciler.checks SET status = 'resolved', checks = checks + 1, "
+            "last_checked_at = now(), resolved_at = now(), "
+            "outcome = CAST(:outcome AS jsonb), outcome_message_id = :mid, "
+            "last_result = CAST(:result AS jsonb), resolved_by = 'operator', "
+            "operator = :operator, note = :note, lease_owner = NULL, lease_until = NULL "
+            "WHERE id = :id AND status IN ('open', 'gave_up')"
+        ),
+        {
+            "id": check_id,
+            "outcome": json.dumps(outcome.model_dump(mode="json")),
+            "mid": message_id,
+            "result": json.dumps({"result": "manual", "verdict": verdict}),
+            "operator": operator,
+            "note": note,
+        },
+    )

@@ -15,10 +15,10 @@ import aio_pika
 import pytest
 from fastapi import FastAPI
 from signoff_contracts.ids import new_id
-from signoff_reconciler import dead_letters
 from signoff_reconciler.app import create_app
 from signoff_reconciler.cli import _letter_json, dlq_app
-from signoff_reconciler.dead_letters import ReplayRefused
+from signoff_reconciler.dead_letters import replay, repository
+from signoff_reconciler.dead_letters.replay import ReplayRefused
 from signoff_reconciler.redaction import JWT, REDACTED
 from signoff_reconciler.settings import ReconcilerSettings
 from signoff_runtime.registry import Operations
@@ -83,7 +83,7 @@ async def refuse_until_dead_lettered(amqp_url: str, queue: str, limit: int) -> i
 async def archived(engine: AsyncEngine, queue: str, message_id: str) -> list[Any]:
     return [
         letter
-        for letter in await dead_letters.listing(engine, queue=queue, replayed=True, limit=1000)
+        for letter in await repository.listing(engine, queue=queue, replayed=True, limit=1000)
         if letter.message_id == message_id
     ]
 
@@ -172,17 +172,17 @@ async def test_a_letter_is_replayed_to_its_own_queue_once_and_recorded(
             lambda: archived(engine, "proposals.outcomes", message_id), what="archived"
         )
 
-    replayed = await dead_letters.replay(
+    replayed = await replay.replay(
         engine, amqp_url, topology, letter.id, operator="alice", note="proposal restored"
     )
     with pytest.raises(ReplayRefused, match="already_replayed"):
-        await dead_letters.replay(engine, amqp_url, topology, letter.id, operator="bob")
+        await replay.replay(engine, amqp_url, topology, letter.id, operator="bob")
     with pytest.raises(ReplayRefused, match="not_found"):
-        await dead_letters.replay(engine, amqp_url, topology, 10**12, operator="bob")
+        await replay.replay(engine, amqp_url, topology, 10**12, operator="bob")
 
     assert (replayed.replayed_by, replayed.replay_note) == ("alice", "proposal restored")
     assert replayed.replayed_at is not None
-    assert [x.id for x in await dead_letters.listing(engine, queue="proposals.outcomes")].count(
+    assert [x.id for x in await repository.listing(engine, queue="proposals.outcomes")].count(
         letter.id
     ) == 0  # the default listing shows letters still waiting for a replay
     back = await _take_all(amqp_url, topology.name("proposals.outcomes"))
@@ -256,7 +256,7 @@ async def test_an_archived_approval_command_keeps_no_bearer_token(
 
 def test_printing_redacts_a_letter_archived_before_redaction_existed() -> None:
     token = issue_token(AuthSettings(), "usr_someone", "org_someone")
-    old = dead_letters.DeadLetter(
+    old = repository.DeadLetter(
         id=1,
         queue="proposals.approvals",
         reason="invalid_message",

@@ -10,7 +10,7 @@ import pytest
 from signoff_contracts.outcomes import RevisionRequired, Succeeded, TerminalFailure
 from signoff_contracts.reasons import Reason
 from signoff_reconciler.cli import reconcile_app
-from signoff_reconciler.dead_letters import jsonable, reason_of
+from signoff_reconciler.dead_letters.handlers import jsonable, reason_of
 from signoff_reconciler.reports import result_of
 from signoff_reconciler.settings import ReconcilerGroup, ReconcilerSettings
 from typer.testing import CliRunner

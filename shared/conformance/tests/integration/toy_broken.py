@@ -76,7 +76,7 @@ class UntranslatedReasonGrant(GrantCredit):
 
     reasons: ClassVar[dict[str, dict[Locale, str]]] = {
         "account_not_found": {"en": "No such account.", "fr": "Compte introuvable."},
-        "account_closed": {"en": "The account is closed."},  # type: ignore[typeddict-item]
+        "account_closed": {"en": "The account is closed."},
     }
 
 

@@ -19,6 +19,8 @@ part                      used by                     contract
 ``render_preview``        agent, web                  the fixed human view, per locale
 ``render_result``         agent, web                  what was done, per locale, from the
                                                       stored ``Succeeded.result``
+``policy_facts``          proposals (policies)        the ``Preview`` fields an approval
+                                                      policy may test (``amount_cents``)
 ========================  ==========================  ========================================
 
 A subclass missing a part fails in ``check_operation`` when operations are loaded (start-up),
@@ -50,6 +52,8 @@ ResultT = TypeVar("ResultT", bound=BaseModel)
 ProviderT = TypeVar("ProviderT")
 
 Locale = Literal["en", "fr"]
+#: the value of a policy fact (``Operation.policy_facts``)
+FactValue = bool | int | float | str
 LOCALES: tuple[Locale, ...] = ("en", "fr")
 _KIND = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
 
@@ -174,6 +178,11 @@ class Operation(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT]):
     #: and the tools generated from it (MCP, agent frameworks); default ``kind`` / ``summary``
     title: ClassVar[dict[Locale, str]] = {}
     description: ClassVar[dict[Locale, str]] = {}
+    #: the ``Preview`` fields an approval policy may test ("refunds over 100.00 need two
+    #: managers"): each a typed field of ``Preview`` (int, float, bool or str). A policy naming
+    #: any other fact is refused when it is saved; the facts of a stored proposal come from its
+    #: frozen preview, so what a policy tests is exactly what the approver is shown.
+    policy_facts: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     async def resolve(
@@ -230,6 +239,18 @@ class Operation(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT]):
 
     def parse_preview(self, data: Any) -> PreviewT:
         return self.Preview.model_validate(data)  # type: ignore[return-value]
+
+    @classmethod
+    def fact_types(cls) -> dict[str, type]:
+        """Each declared policy fact and its type (``check_operation`` has vouched for both)."""
+        fields = cls.Preview.model_fields
+        return {name: _fact_type(fields[name].annotation) or str for name in cls.policy_facts}
+
+    def facts(self, preview: Any) -> dict[str, FactValue]:
+        """The declared policy facts of a stored preview (a dict), parsed as the operation's
+        ``Preview``: a policy tests typed values, never raw JSON."""
+        parsed = self.parse_preview(preview)
+        return {name: getattr(parsed, name) for name in self.policy_facts}
 
 
 class LocalOperation(Operation[RequestT, ArgumentsT, PreviewT, ResultT]):
@@ -327,6 +348,7 @@ class ExternalOperation(
 
 
 AnyOperation = Operation[Any, Any, Any, Any]
+_FACT_TYPES: tuple[type, ...] = (bool, int, float, str)
 _MODEL_PARTS = ("Request", "Arguments", "Preview", "Result")
 _SCALARS = ("kind", "version", "section", "resource", "summary")
 
@@ -346,6 +368,7 @@ def check_operation(cls: type[Any]) -> None:
     if hasattr(cls, "version") and not (isinstance(cls.version, int) and cls.version >= 1):
         problems.append("`version` must be an int >= 1")
     problems += _check_models(cls)
+    problems += _check_facts(cls)
     missing = sorted(getattr(cls, "__abstractmethods__", ()))
     if missing:
         problems.append("unimplemented: " + ", ".join(missing))
@@ -381,6 +404,25 @@ def _check_models(cls: type[Any]) -> list[str]:
         if name in ("Request", "Arguments") and config.get("extra") != "forbid":
             problems.append(f"`{name}` must forbid unknown fields (extra='forbid')")
     return problems
+
+
+def _fact_type(annotation: Any) -> type | None:
+    return annotation if annotation in _FACT_TYPES else None
+
+
+def _check_facts(cls: type[Any]) -> list[str]:
+    preview = getattr(cls, "Preview", None)
+    facts = getattr(cls, "policy_facts", ())
+    if not isinstance(facts, tuple) or not all(isinstance(f, str) for f in facts):
+        return ["`policy_facts` must be a tuple of Preview field names"]
+    if not (isinstance(preview, type) and issubclass(preview, BaseModel)):
+        return []
+    fields = preview.model_fields
+    return [
+        f"policy fact `{name}` must be a Preview field of type bool, int, float or str"
+        for name in facts
+        if name not in fields or _fact_type(fields[name].annotation) is None
+    ]
 
 
 def _nul_at(data: Any, loc: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:

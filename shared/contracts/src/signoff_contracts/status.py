@@ -1,7 +1,8 @@
 """Proposal and pause-point statuses, and the legal transitions between them.
 
-The table is the lifecycle: every transition the proposals service makes is checked against it,
-and an illegal one raises ``IllegalTransition`` instead of quietly writing a state no reader
+The table is the lifecycle: every transition the proposals service makes is checked against it
+(its one ``transition`` derives each move's audit action and event from it), and an illegal one
+raises ``IllegalTransition``, writing nothing, instead of quietly writing a state no reader
 expects. Terminal states have no way out.
 """
 

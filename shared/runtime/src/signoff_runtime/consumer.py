@@ -10,10 +10,15 @@ and hand their work to ``settle``, which classifies the outcome:
 - ``PermanentError`` or a message that does not parse → a copy goes to the queue's ``.dlq`` with
   headers ``x-signoff-reason`` / ``x-signoff-detail``, then the original is acked: nothing lost,
   nothing looping;
-- a transient error (connection lost, pool exhausted, timeout) → a short bounded back-off, then
+- a transient error (``signoff_runtime.transient``: connection lost, pool exhausted, timeout,
+  serialization conflict) → a short bounded back-off, then
   nack with requeue; each nack counts toward the quorum queue's ``x-delivery-limit``;
 - any other error → nack with requeue, and on the last delivery the message is dead-lettered
   with reason ``handler_failed`` instead, so the reason is never just "delivery limit".
+
+``consume`` subscribes a queue's work this way (the one place a service's consumer is declared);
+``raw_body`` and ``Delivery`` are its parts, for a subscriber that settles by other rules (the
+dead-letter archive).
 
 A dead-letter copy is published by this consumer, so it carries this consumer's ``user_id``; it
 names the message's original sender in ``x-signoff-sender`` for the archive and a later replay.
@@ -26,31 +31,22 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
-import asyncpg
 import structlog
+from faststream import AckPolicy
 from faststream._internal.context import Context
-from faststream.rabbit import RabbitBroker
+from faststream.rabbit import Channel, RabbitBroker
 from faststream.rabbit.message import RabbitMessage
 from pydantic import ValidationError
 from signoff_contracts.ids import new_id
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from signoff_runtime.metrics import HANDLER_SECONDS, MESSAGES_CONSUMED, MESSAGES_DEAD_LETTERED
 from signoff_runtime.senders import SENDER_HEADER, Senders
 from signoff_runtime.topology import Topology
+from signoff_runtime.transient import is_transient
+from signoff_runtime.validation import summary
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
-
-TRANSIENT: tuple[type[BaseException], ...] = (
-    OSError,
-    TimeoutError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.exceptions.CannotConnectNowError,
-    asyncpg.exceptions.TooManyConnectionsError,
-    OperationalError,
-    InterfaceError,
-)
 
 
 class _AsyncContext(Context):
@@ -75,6 +71,43 @@ async def raw_body(msg: Any) -> Any:
     return msg.body
 
 
+def consume(
+    broker: RabbitBroker,
+    topology: Topology,
+    senders: Senders,
+    queue_key: str,
+    work: Callable[[RabbitMessage], Awaitable[object]],
+    *,
+    prefetch: int,
+    bind: bool = False,
+) -> None:
+    """Subscribe ``work`` to the queue ``queue_key``: at most ``prefetch`` unacknowledged
+    deliveries, the body left as bytes for ``work`` to parse, no reply of FastStream's own, and
+    each delivery settled by ``settle``. ``bind`` also binds the queue to its exchange (the
+    topology binds it already; a service that declares its own consumers' bindings asks)."""
+
+    async def handler(msg: Delivery) -> None:
+        await settle(
+            msg,
+            broker=broker,
+            topology=topology,
+            queue_key=queue_key,
+            senders=senders,
+            work=lambda: work(msg),
+        )
+
+    handler.__name__ = handler.__qualname__ = f"on_{queue_key.replace('.', '_').replace('-', '_')}"
+    exchange = topology.exchange(topology.spec(queue_key).exchange) if bind else None
+    broker.subscriber(
+        topology.queue(queue_key),
+        exchange=exchange,
+        ack_policy=AckPolicy.MANUAL,
+        channel=Channel(prefetch_count=prefetch),
+        no_reply=True,
+        decoder=raw_body,
+    )(handler)
+
+
 class PermanentError(Exception):
     """This message can never succeed as it is: dead-letter it with ``code``."""
 
@@ -82,12 +115,6 @@ class PermanentError(Exception):
         super().__init__(code)
         self.code = code
         self.detail = detail
-
-
-def _is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(exc, TRANSIENT)
 
 
 def delivery_count(msg: RabbitMessage) -> int:
@@ -164,11 +191,11 @@ async def settle(
         result = await work()
     except (PermanentError, ValidationError) as exc:
         code = exc.code if isinstance(exc, PermanentError) else "invalid_message"
-        detail = exc.detail if isinstance(exc, PermanentError) else _validation_summary(exc)
+        detail = exc.detail if isinstance(exc, PermanentError) else summary(exc, limit=5)
         await _reject(msg, broker, topology, queue_key, code, detail, senders)
         return None
     except Exception as exc:
-        if _is_transient(exc) and not last_delivery:
+        if is_transient(exc) and not last_delivery:
             log.warning("message.transient_error", queue=queue_key, error=type(exc).__name__)
             await asyncio.sleep(backoff_s * (delivery_count(msg) + 1))
             await msg.nack(requeue=True)
@@ -215,10 +242,3 @@ async def _reject(
         return
     await msg.ack()
     MESSAGES_CONSUMED.labels(queue=queue_key, result="dead_lettered").inc()
-
-
-def _validation_summary(exc: ValidationError) -> str:
-    parts: list[Any] = [
-        f"{'.'.join(str(p) for p in err['loc'])}: {err['type']}" for err in exc.errors()[:5]
-    ]
-    return "; ".join(parts)

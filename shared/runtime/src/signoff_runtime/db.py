@@ -3,6 +3,7 @@
 Core, not ORM sessions, on every hot path: measured on this stack, sessions reached a fraction
 of Core's throughput. Every expiry and deadline is decided by the database's clock inside the
 statement that acts on it (``statement_timestamp()``, ``now()``), never by a process clock.
+The unit of work is ``signoff_runtime.unit_of_work``.
 """
 
 from __future__ import annotations

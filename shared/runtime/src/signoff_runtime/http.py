@@ -1,21 +1,42 @@
-"""What every HTTP service answers besides its own routes: ``/healthz`` and ``/metrics``.
+"""What every HTTP service answers besides its own routes: its probes and ``/metrics``.
 
-Every service also refuses oversized bodies (``413``); given its settings, it limits each
-person's rate of approval and message requests too (``429``, see ``limits``).
+- ``GET /livez`` — liveness: the process's own event loop answers. It checks nothing outside
+  the process, so an outage of PostgreSQL or RabbitMQ never gets every pod restarted.
+- ``GET /readyz`` — readiness: the service's dependencies (database, broker) answer within
+  ``CHECK_TIMEOUT_S`` each; ``503`` with the failing ones otherwise. ``GET /healthz`` answers the
+  same (the older name, kept: compose health checks and ``make run`` ask it).
+- ``GET /metrics`` — here unless ``SIGNOFF_METRICS__PORT`` moves it to a port of its own
+  (``Runtime.running`` serves it there); then the public port answers ``404``.
+
+Every request to the service's own routes is counted by route template, method and status
+(``http_metrics``). Every service also refuses oversized bodies (``413``); given its settings,
+it limits each person's rate of approval and message requests too (``429``, see ``limits``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from signoff_runtime import limits, problems, tracing
+from signoff_runtime import http_metrics, limits, problems, tracing
 from signoff_runtime.settings import LimitsSettings, ServiceSettings
 
 HealthCheck = Callable[[], Awaitable[bool]]
+#: a dependency slower than this is not ready (Kubernetes' probe timeout is 3 s)
+CHECK_TIMEOUT_S = 2.0
+#: the probes and the scrape: not the service's API, so not counted in its request metrics
+STANDARD_PATHS = frozenset({"/livez", "/readyz", "/healthz", "/metrics"})
+
+
+async def _passes(check: HealthCheck) -> bool:
+    try:
+        return await asyncio.wait_for(check(), CHECK_TIMEOUT_S)
+    except Exception:
+        return False
 
 
 def install_standard_routes(
@@ -27,21 +48,28 @@ def install_standard_routes(
         limits.install(app, settings.auth, settings.limits)
     else:
         app.add_middleware(limits.BodyLimitMiddleware, max_bytes=LimitsSettings().max_body_bytes)
+    # outermost: a refused request (413, 429) is counted with its status too
+    app.add_middleware(http_metrics.RequestMetricsMiddleware, skip=STANDARD_PATHS)
 
-    @app.get("/healthz", include_in_schema=False)
-    async def healthz() -> JSONResponse:
-        results = {}
-        for name, check in checks.items():
-            try:
-                results[name] = await check()
-            except Exception:
-                results[name] = False
+    @app.get("/livez", include_in_schema=False)
+    async def livez() -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    async def ready() -> JSONResponse:
+        names = list(checks)
+        passed = await asyncio.gather(*(_passes(checks[n]) for n in names))
+        results = dict(zip(names, passed, strict=True))
         ok = all(results.values())
         return JSONResponse(
             {"status": "ok" if ok else "degraded", "checks": results},
             status_code=200 if ok else 503,
         )
 
-    @app.get("/metrics", include_in_schema=False)
-    async def metrics() -> Response:
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    app.get("/readyz", include_in_schema=False)(ready)
+    app.get("/healthz", include_in_schema=False)(ready)
+
+    if settings is None or settings.metrics.port is None:
+
+        @app.get("/metrics", include_in_schema=False)
+        async def metrics() -> Response:
+            return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -31,3 +31,13 @@ OUTBOX_OLDEST_UNSENT = Gauge(
     "Age of the oldest unsent outbox row (0 when none), by schema, by the database clock.",
     ["schema"],
 )
+COMMITS_IN_DOUBT = Counter(
+    "signoff_commits_in_doubt_total",
+    "COMMITs that failed without an answer, by what asking the database afterwards found.",
+    ["resolution"],
+)
+OUTBOX_RELAY_HEARTBEAT = Gauge(
+    "signoff_outbox_relay_heartbeat_timestamp_seconds",
+    "Unix time of the relay's last pass that reached its table (every poll interval), by schema.",
+    ["schema"],
+)

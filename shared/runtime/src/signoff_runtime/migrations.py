@@ -4,7 +4,9 @@ Each owner (a service, the domain) keeps its own Alembic environment and version
 own schema, and names it by entry point (group ``signoff.migrations``, value: the package that
 holds ``env.py`` and ``versions/``). ``upgrade_all`` migrates them all, then gives each service's
 database role exactly its privileges on them (``roles``); ``run_env`` is what each ``env.py``
-calls, so the environments stay one line long and cannot drift apart.
+calls, so the environments stay one line long and cannot drift apart. ``pending`` tells which
+owners' schemas are behind the revisions installed here (``signoff db wait``): an owner's schema
+is named as its entry point.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import asyncpg
 from alembic import command, context
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 from sqlalchemy import MetaData, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from signoff_runtime import roles
+from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.settings import DatabaseSettings
 
 
@@ -52,6 +57,32 @@ def upgrade_all(
         done.append(name)
     asyncio.run(roles.apply(url, db or DatabaseSettings(), env))
     return done
+
+
+async def pending(url: str, names: list[str] | None = None) -> list[str]:
+    """The owners (all, or ``names``) whose schema is not at its newest installed revision, each
+    as ``"owner: at <revision>, newest <head>"``. Raises if the database cannot be reached."""
+    found = owners()
+    if unknown := sorted(set(names or ()) - set(found)):
+        raise ValueError(f"no migrations installed for {', '.join(unknown)}")
+    behind = []
+    conn = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        for name in names or sorted(found):
+            heads = set(ScriptDirectory.from_config(config_for(found[name], url)).get_heads())
+            try:
+                # the owner's name comes from an installed entry point, not from input
+                query = f'SELECT version_num FROM "{name}".alembic_version'  # noqa: S608
+                rows = await conn.fetch(query)
+            except (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError):
+                rows = []
+            at = {row["version_num"] for row in rows}
+            if at != heads:
+                was, newest = ", ".join(sorted(at)) or "nothing", ", ".join(sorted(heads))
+                behind.append(f"{name}: at {was}, newest {newest}")
+    finally:
+        await conn.close()
+    return behind
 
 
 def run_env(schema: str, metadata: MetaData) -> None:

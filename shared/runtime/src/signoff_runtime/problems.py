@@ -17,8 +17,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from signoff_contracts.ids import new_id
-from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from signoff_runtime.transient import is_transient
+from signoff_runtime.validation import problem_errors
 
 log = structlog.get_logger(__name__)
 MEDIA_TYPE = "application/problem+json"
@@ -77,10 +79,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"loc": [str(part) for part in err.get("loc", ())], "msg": str(err.get("msg", ""))}
-            for err in exc.errors()
-        ][:20]
+        errors = problem_errors(exc)
         return problem_response(
             Problem(422, "invalid_request", "The request is not valid.", errors=errors)
         )
@@ -93,7 +92,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         correlation_id = new_id("cor")
-        if database_unavailable(exc):
+        if is_transient(exc):
             log.warning(
                 "http.database_unavailable",
                 path=request.url.path,
@@ -119,21 +118,3 @@ def install(app: FastAPI) -> None:
                 correlation_id=correlation_id,
             )
         )
-
-
-#: SQLSTATE classes and codes that say "not now" rather than "wrong": connection exceptions,
-#: insufficient resources, a cancelled (timed-out) statement, the server shutting down or starting
-_TRANSIENT_CLASSES = ("08", "53")
-_TRANSIENT_CODES = {"57014", "57P01", "57P02", "57P03"}
-
-
-def database_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` means the database cannot serve right now (worth a retry)."""
-    if isinstance(exc, sa_exc.TimeoutError | sa_exc.DisconnectionError):
-        return True
-    if isinstance(exc, sa_exc.DBAPIError):
-        if exc.connection_invalidated:
-            return True
-        state = str(getattr(exc.orig, "sqlstate", "") or "")
-        return state in _TRANSIENT_CODES or state[:2] in _TRANSIENT_CLASSES
-    return isinstance(exc, ConnectionError)

@@ -13,12 +13,17 @@ the requester's broker user in ``user_id`` (the replier refuses a request withou
 needs no permission beyond writing to the request's exchange: RabbitMQ lets any user consume its
 own channel's reply-to pseudo-queue (checked on 3.10); it is the replier that writes to
 ``amq.default``.
+
+Both sides of the protocol live here: ``Requester.ask`` sends an envelope and parses the typed
+answer; ``answer`` is how a replier publishes one (after its commit, to the request's reply
+address, with the request's correlation id).
 """
 
 from __future__ import annotations
 
 import asyncio
 from types import TracebackType
+from typing import TypeVar
 
 import aio_pika
 import structlog
@@ -28,16 +33,32 @@ from aio_pika.abc import (
     AbstractRobustConnection,
     DeliveryMode,
 )
+from faststream.rabbit import RabbitBroker
+from faststream.rabbit.message import RabbitMessage
+from pydantic import BaseModel
+from signoff_contracts.ids import new_id
+from signoff_contracts.v1 import Envelope
 
-from signoff_runtime import tracing
+from signoff_runtime import failover, tracing
 from signoff_runtime.settings import broker_user
+from signoff_runtime.topology import ROUTING_KEYS, Topology
 
 log = structlog.get_logger(__name__)
 REPLY_TO = "amq.rabbitmq.reply-to"
+A = TypeVar("A", bound=BaseModel)
 
 
 class RequestFailed(Exception):
     """The request could not be published (broker unreachable, nothing bound to its key)."""
+
+
+class Unanswered(Exception):
+    """No answer to ``message_id``: it could not be sent, or no reply came in time. What it asked
+    for may or may not have been done (the replier dedups on the message id)."""
+
+    def __init__(self, message_id: str) -> None:
+        super().__init__(message_id)
+        self.message_id = message_id
 
 
 class Requester:
@@ -70,6 +91,26 @@ class Requester:
         if self._connection is not None:
             await self._connection.close()
         self._connection = self._channel = None
+
+    async def ask(
+        self, message: Envelope, answer: type[A], topology: Topology, queue_key: str, timeout: float
+    ) -> A:
+        """Send ``message`` to ``queue_key`` and parse its reply as ``answer``; ``Unanswered``
+        when it cannot be sent or no reply comes within ``timeout`` seconds."""
+        try:
+            response = await self.request(
+                message.model_dump_json().encode(),
+                exchange=topology.name(topology.spec(queue_key).exchange),
+                routing_key=ROUTING_KEYS[queue_key],
+                message_id=message.message_id,
+                # unique per request: two requests may carry one message id (a retry)
+                correlation_id=new_id("cor"),
+                message_type=message.type,
+                timeout=timeout,
+            )
+        except (TimeoutError, RequestFailed) as exc:
+            raise Unanswered(message.message_id) from exc
+        return answer.model_validate_json(response.body)
 
     async def request(
         self,
@@ -109,6 +150,11 @@ class Requester:
                     correlation_id=correlation_id,
                     type=message_type,
                     reply_to=REPLY_TO,
+                    # a request nobody took in time is worth nothing (the caller gave up), and
+                    # its reply-to may name a channel on a node that has since died: replying
+                    # there closes the replier's connection (541) on RabbitMQ 3.10, again on
+                    # every redelivery, until that node is back. It expires instead.
+                    expiration=timeout,
                     app_id=self._app_id,
                     user_id=self._user,
                     headers=dict(tracing.headers()),
@@ -125,7 +171,7 @@ class Requester:
         async with self._opening:
             if self._channel is None or self._channel.is_closed:
                 if self._connection is None:
-                    self._connection = await aio_pika.connect_robust(self._url)
+                    self._connection = await failover.connect_robust(self._url)
                 channel = await self._connection.channel(
                     publisher_confirms=True, on_return_raises=True
                 )
@@ -140,3 +186,23 @@ class Requester:
             log.info("rpc.late_reply", correlation_id=message.correlation_id)
             return
         waiting.set_result(message)
+
+
+async def answer(
+    broker: RabbitBroker, request: RabbitMessage, reply: Envelope, *, user_id: str, timeout: float
+) -> None:
+    """Publish ``reply`` to the address ``request`` left (nothing when it left none), under the
+    request's correlation id, as broker user ``user_id``
+    (RabbitMQ refuses a ``user_id`` that is not the connection's own)."""
+    if not request.reply_to:
+        return
+    await broker.publish(
+        reply.model_dump_json().encode(),
+        routing_key=request.reply_to,
+        correlation_id=request.raw_message.correlation_id,
+        message_id=reply.message_id,
+        message_type=reply.type,
+        content_type="application/json",
+        user_id=user_id,
+        timeout=timeout,
+    )

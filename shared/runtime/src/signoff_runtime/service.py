@@ -3,7 +3,8 @@
 Every service is a FastAPI application (its HTTP API, or just ``/healthz`` and ``/metrics``)
 whose lifespan runs a FastStream broker and the service's background loops. Stopping gives
 in-flight handlers ``graceful_timeout`` to finish before the broker closes (FastStream cancels
-them otherwise), then cancels the loops and closes the pool.
+them otherwise), then cancels the loops and closes the pool. With ``SIGNOFF_METRICS__PORT`` set,
+``/metrics`` is served on that port while the service runs (``http``).
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from wsgiref.simple_server import WSGIServer
 
-import aio_pika
 import structlog
 from faststream.rabbit import RabbitBroker
+from prometheus_client import start_http_server
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from signoff_runtime import logs, tracing
+from signoff_runtime import failover, logs, tracing
 from signoff_runtime.db import create_engine
 from signoff_runtime.senders import Senders
 from signoff_runtime.settings import ServiceSettings
@@ -48,7 +50,7 @@ class Runtime:
         tracing.configure(name)
         if switches := settings.unsafe.enabled():
             log.warning("service.unsafe_switches_on", service=name, switches=switches)
-        broker = RabbitBroker(
+        broker = failover.rabbit_broker(
             settings.amqp.url,
             graceful_timeout=graceful_timeout_s,
             app_id=f"signoff-{name}",
@@ -81,12 +83,16 @@ class Runtime:
         if self.settings.amqp.declare_topology:
             await declare_topology(self.settings.amqp.url, self.topology)
         await self.broker.start()
+        scrape = self._serve_metrics()
         tasks = [asyncio.create_task(_forever(self.name, loop)) for loop in self.loops]
         log.info("service.started", name=self.name)
         try:
             yield
         finally:
             await self.broker.stop()
+            if scrape is not None:
+                scrape.shutdown()
+                scrape.server_close()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -94,9 +100,18 @@ class Runtime:
             tracing.flush()
             log.info("service.stopped", name=self.name)
 
+    def _serve_metrics(self) -> WSGIServer | None:
+        """``/metrics`` on a port of its own (a thread of prometheus-client's), if one is set."""
+        metrics = self.settings.metrics
+        if metrics.port is None:
+            return None
+        server, _ = start_http_server(metrics.port, metrics.host)
+        log.info("service.metrics_port", name=self.name, host=metrics.host, port=metrics.port)
+        return server
+
 
 async def declare_topology(amqp_url: str, topology: Topology) -> None:
-    connection = await aio_pika.connect(amqp_url)
+    connection = await failover.connect(amqp_url)
     async with connection:
         await topology.declare(await connection.channel())
 

@@ -11,6 +11,7 @@ line on stderr and a non-zero exit instead of a traceback.
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 from urllib.parse import unquote, urlsplit
@@ -35,6 +36,7 @@ from signoff_runtime.key_settings import (
 )
 from signoff_runtime.retention import RetentionSettings
 from signoff_runtime.topology import ROLES, Role
+from signoff_runtime.validation import field_errors
 
 __all__ = [
     "AmqpSettings",
@@ -44,6 +46,7 @@ __all__ = [
     "DatabaseSettings",
     "IssuerSettings",
     "LimitsSettings",
+    "MetricsSettings",
     "ServiceSettings",
     "UnsafeSettings",
     "load",
@@ -90,6 +93,8 @@ class DatabaseSettings(BaseModel):
 
 
 class AmqpSettings(BaseModel):
+    #: one node, or several nodes of one cluster, comma-separated, tried in turn on connect and
+    #: on every reconnect (``signoff_runtime.failover``); all with the same user and vhost
     url: str = "amqp://guest:guest@127.0.0.1:5672/"
     prefix: str = Field(default="signoff", pattern=r"^[a-z][a-z0-9_-]{0,40}$")
     prefetch: int = Field(default=32, ge=1, le=1000)
@@ -104,6 +109,14 @@ class AmqpSettings(BaseModel):
     #: every role is this process's own user (one shared connection: development, tests)
     users: dict[Role, list[str]] = Field(default_factory=dict)
 
+    @field_validator("url")
+    @classmethod
+    def _one_user_and_vhost(cls, url: str) -> str:
+        # the sender check trusts the user this process connects as: one, whichever node
+        if len({(broker_user(u), urlsplit(u).path or "/") for u in amqp_urls(url)}) > 1:
+            raise ValueError("every address in SIGNOFF_AMQP__URL needs the same user and vhost")
+        return url
+
     @field_validator("users", mode="before")
     @classmethod
     def _one_or_more(cls, value: object) -> object:
@@ -117,7 +130,11 @@ class AmqpSettings(BaseModel):
         found = _shared_broker_users(self)
         if "url" not in self.model_fields_set:
             return found
-        return found + secret_policy.url_refusals("SIGNOFF_AMQP__URL", self.url)
+        return found + [
+            line
+            for url in amqp_urls(self.url)
+            for line in secret_policy.url_refusals("SIGNOFF_AMQP__URL", url)
+        ]
 
 
 class LimitsSettings(BaseModel):
@@ -128,6 +145,16 @@ class LimitsSettings(BaseModel):
     messages_per_minute: int = Field(default=600, ge=1)
     #: proposals each person may ask for per minute (per proposals-service process)
     proposals_per_minute: int = Field(default=600, ge=1)
+
+
+class MetricsSettings(BaseModel):
+    """``SIGNOFF_METRICS__*``: where ``/metrics`` is served. Unset port: on the service's own
+    port beside its routes (development, tests). Set (the deployments do: web 9100, agent 9101,
+    proposals 9102): on that port only, so the public API never serves it and a NetworkPolicy
+    admits only Prometheus there (docs/operations.md)."""
+
+    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str = "127.0.0.1"
 
 
 class UnsafeSettings(BaseModel):
@@ -168,6 +195,9 @@ class UnsafeSettings(BaseModel):
     withdraw_anyones: bool = False
     #: anyone of the organization may answer any pause point: the owner-only rule is off
     anyone_answers_pause_points: bool = False
+    #: the approval policy's quorum is not checked: the first approval claims a proposal that
+    #: needs two (or more) distinct approvers
+    skip_quorum: bool = False
 
     def enabled(self) -> list[str]:
         """The environment variables of the switches that are on."""
@@ -194,6 +224,7 @@ class ServiceSettings(BaseSettings):
     amqp: AmqpSettings = AmqpSettings()
     auth: AuthSettings = AuthSettings()
     limits: LimitsSettings = LimitsSettings()
+    metrics: MetricsSettings = MetricsSettings()
     unsafe: UnsafeSettings = UnsafeSettings()
     retention: RetentionSettings = RetentionSettings()
 
@@ -247,8 +278,32 @@ def _shared_broker_users(amqp: AmqpSettings) -> list[str]:
 
 
 def broker_user(amqp_url: str) -> str:
-    """The user an AMQP URL authenticates as (aio-pika's default ``guest`` if it names none)."""
-    return unquote(urlsplit(amqp_url).username or "guest")
+    """The user an AMQP URL authenticates as (aio-pika's default ``guest`` if it names none);
+    of a list of nodes, the first's (``AmqpSettings`` makes them all the same)."""
+    return unquote(urlsplit(amqp_urls(amqp_url)[0]).username or "guest")
+
+
+#: a comma before the next URL's scheme (a comma may appear inside a password)
+_NEXT_URL = re.compile(r"\s*,\s*(?=amqps?://)")
+_AUTHORITY = re.compile(r"^(?P<scheme>amqps?://)(?P<authority>[^/?#]*)(?P<rest>.*)$", re.S)
+
+
+def amqp_urls(url: str) -> list[str]:
+    """The nodes ``SIGNOFF_AMQP__URL`` names, in the order to try them: a comma list of URLs
+    (``amqp://u:p@a:5672/,amqp://u:p@b:5672/``), or one URL with several hosts as libpq has
+    them (``amqp://u:p@a:5672,b:5672/``), or one node."""
+    urls = []
+    for part in _NEXT_URL.split(url.strip()):
+        if not (found := _AUTHORITY.match(part)):
+            urls.append(part)
+            continue
+        userinfo, at, hosts = found["authority"].rpartition("@")
+        urls += [
+            f"{found['scheme']}{userinfo}{at}{host.strip()}{found['rest']}"
+            for host in hosts.split(",")
+            if host.strip()
+        ]
+    return [u for u in urls if u] or [url]
 
 
 S = TypeVar("S", bound=BaseSettings)
@@ -271,10 +326,10 @@ def load(settings_class: type[S], service: str) -> S:
 def refusals(exc: ValidationError) -> list[str]:
     """Each error as the environment variable it concerns and what is wrong with it."""
     lines = []
-    for error in exc.errors(include_url=False, include_input=False):
-        message = str(error["msg"]).removeprefix("Value error, ")
-        location = "__".join(str(part) for part in error["loc"]).upper()
-        if error["type"] == "value_error":
+    for error in field_errors(exc, limit=100):
+        message = error.message.removeprefix("Value error, ")
+        location = "__".join(error.loc).upper()
+        if error.type == "value_error":
             lines.append(message)
         else:
             lines.append(f"SIGNOFF_{location}: {message}" if location else message)

@@ -12,9 +12,12 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+from datetime import datetime
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
 
 from signoff_runtime import keys
@@ -29,6 +32,45 @@ def _private(text: str) -> Ed25519PrivateKey:
 @functools.lru_cache(maxsize=32)
 def _public(text: str) -> Ed25519PublicKey:
     return keys.public_key(text)
+
+
+def issue(
+    settings: ContractSigningSettings,
+    *,
+    proposal_id: str,
+    contract_id: str,
+    organization_id: str,
+    section: str,
+    resource_id: str,
+    operation_kind: str,
+    contract_version: int,
+    arguments: dict[str, Any],
+    approved_by: str,
+    approved_at: datetime,
+    execute_by: datetime,
+    approvers: list[str] | None = None,
+) -> ExecutionContract:
+    """The signed execution contract of an approved proposal, in a fresh envelope (a new
+    ``message_id``; the signed content is the same each time it is issued). The proposals
+    service issues every contract through this; tests that play the proposals service do too."""
+    contract = ExecutionContract(
+        message_id=new_id("msg"),
+        source="proposals",
+        correlation_id=proposal_id,
+        contract_id=contract_id,
+        proposal_id=proposal_id,
+        organization_id=organization_id,
+        section=section,
+        resource_id=resource_id,
+        operation_kind=operation_kind,
+        contract_version=contract_version,
+        arguments=arguments,
+        approved_by=approved_by,
+        approvers=approvers,
+        approved_at=approved_at,
+        execute_by=execute_by,
+    )
+    return sign(contract, settings)
 
 
 def sign(contract: ExecutionContract, settings: ContractSigningSettings) -> ExecutionContract:

@@ -21,7 +21,8 @@ import aio_pika
 import structlog
 from signoff_contracts.v1 import Envelope
 
-from signoff_runtime import tracing
+from signoff_runtime import failover, tracing
+from signoff_runtime.relay import persistent_message
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import broker_user
 
@@ -99,13 +100,11 @@ class DirectPublisher:
             channel = await self._open()
             target = await channel.get_exchange(exchange, ensure=False)
             await target.publish(
-                aio_pika.Message(
+                persistent_message(
                     message.model_dump_json().encode(),
-                    content_type="application/json",
-                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
                     message_id=message.message_id,
                     correlation_id=message.correlation_id,
-                    type=message.type,
+                    message_type=message.type,
                     user_id=self._user,
                     headers={**tracing.headers(), **(headers or {})},
                 ),
@@ -130,7 +129,7 @@ class DirectPublisher:
     async def _open(self) -> aio_pika.abc.AbstractChannel:
         async with self._lock:
             if self._connection is None:
-                self._connection = await aio_pika.connect_robust(self._amqp_url)
+                self._connection = await failover.connect_robust(self._amqp_url)
             if self._channel is None or self._channel.is_closed:
                 self._channel = await self._connection.channel(publisher_confirms=False)
             return self._channel

@@ -171,6 +171,8 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
     Arguments = DraftArguments
     Preview = DraftPreview
     Result = DraftResult
+    #: what an approval policy may test ("audience_count > …": docs, README "Approval policies")
+    policy_facts: ClassVar[tuple[str, ...]] = ("audience_count",)
     reasons = REASONS
     #: granted to the executor (privileges.py)
     writes: ClassVar[tuple[str, ...]] = (t.broadcast_forms.name,)

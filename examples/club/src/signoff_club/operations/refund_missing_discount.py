@@ -369,6 +369,8 @@ class RefundMissingDiscount(
     Arguments = RefundArguments
     Preview = RefundPreview
     Result = RefundResult
+    #: what an approval policy may test ("amount_cents > …": docs, README "Approval policies")
+    policy_facts: ClassVar[tuple[str, ...]] = ("amount_cents",)
     reasons = REASONS
     #: the attempt, its reservation and what it changes (granted to the executor, privileges.py)
     writes: ClassVar[tuple[str, ...]] = (

@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 from signoff_contracts.operations import Membership
-from signoff_contracts.v1 import ApprovalReply
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime import members
 from signoff_runtime.problems import Problem
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE

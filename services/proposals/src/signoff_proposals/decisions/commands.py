@@ -21,19 +21,19 @@ import structlog
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v1 import (
     ApprovalCommand,
-    ApprovalReply,
     ApproveProposal,
     DeclineProposal,
     ResolvePausePoint,
     ReviseProposal,
     WithdrawProposal,
 )
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.inbox import first_delivery, store_result, stored_result
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token
+from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work
 
 from signoff_proposals.context import Context
 from signoff_proposals.decisions import decide, revisions, withdrawals
-from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.domain import Answer
 from signoff_proposals.pause_points import lifecycle as pause_points
 from signoff_proposals.pause_points.rules import Resolution
@@ -54,7 +54,7 @@ async def answer(ctx: Context, command: ApprovalCommand) -> ApprovalReply:
     if refused is not None:
         return refused
     try:
-        async with repo.unit_of_work(ctx.engine) as tx:
+        async with unit_of_work(ctx.engine) as tx:
             if not await first_delivery(tx.conn, inbox, command.message_id):
                 stored = await stored_result(tx.conn, inbox, command.message_id)
                 if stored is None:  # the first delivery always stores its reply in its tx
@@ -68,7 +68,7 @@ async def answer(ctx: Context, command: ApprovalCommand) -> ApprovalReply:
     return reply
 
 
-async def _dispatch(ctx: Context, tx: repo.Tx, command: ApprovalCommand) -> ApprovalReply:
+async def _dispatch(ctx: Context, tx: UnitOfWork, command: ApprovalCommand) -> ApprovalReply:
     if isinstance(command, ApproveProposal):
         return await decide.approve(ctx, tx, command.token, command.proposal_id)
     if isinstance(command, DeclineProposal):

@@ -5,8 +5,9 @@ token's organization (through the domain's directory — a token outlives a memb
 proposal belongs to that organization (another organization's proposal is "not found", exactly
 like an unknown id); its status (the DESIGN table); that its stored arguments still parse into
 the operation's ``Arguments``; and the operation's ``authorize``. Only then does ONE conditional
-UPDATE claim it — and the audit row, the signed execution contract and the event are written in
-that same transaction, so a claim without its contract (or the reverse) cannot exist.
+UPDATE claim it (``transitions.transition``) — and the audit row, the signed execution contract
+and the event are written in that same transaction, so a claim without its contract (or the
+reverse) cannot exist.
 
 Refusals that concern a real proposal of the person's organization are audited. Withdrawing
 (``withdrawals``) follows the same admission.
@@ -25,16 +26,21 @@ from signoff_contracts.operations import Actor, AnyOperation, Membership, Scope
 from signoff_contracts.outcomes import TerminalFailure
 from signoff_contracts.reasons import Reason
 from signoff_contracts.status import ProposalStatus
-from signoff_contracts.v1 import ApprovalReply
+from signoff_contracts.v2 import ApprovalCount, ApprovalReply
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, Claims, TokenInvalid, verify_token_async
+from signoff_runtime.unit_of_work import UnitOfWork
+from signoff_runtime.validation import summary
 from sqlalchemy import Row
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.domain import Answer
-from signoff_proposals.lifecycle.outbox import SOURCE, AuditEntry, announce, contract_for, together
+from signoff_proposals.lifecycle.outbox import SOURCE
+from signoff_proposals.lifecycle.transitions import expire, transition
+from signoff_proposals.policies import domain as policy_domain
+from signoff_proposals.policies import quorum
 
 log = structlog.get_logger(__name__)
 PENDING = ProposalStatus.PENDING
@@ -47,7 +53,9 @@ class Admitted:
     row: Row[Any]
 
 
-async def approve(ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str) -> ApprovalReply:
+async def approve(
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str
+) -> ApprovalReply:
     admitted = await admit(ctx, tx, token, proposal_id, "approve")
     if isinstance(admitted, ApprovalReply):
         return admitted
@@ -63,11 +71,19 @@ async def approve(ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str
         return await _fail_unparseable(ctx, tx, admitted, exc)
     if not op.authorize(actor_of(admitted), scope_of(row)):
         return await forbidden(tx, admitted, "approve")
+    # the approval policy's quorum (policies.quorum says why this stays exactly-once)
+    counted = await quorum.tally(ctx, tx, row.id, actor_of(admitted))
+    if counted.lost:
+        return await after_lost_claim(ctx, tx, row.id)
+    if counted.refused is not None:
+        return await forbidden(tx, admitted, "approve", why=counted.refused)
+    if not counted.complete:
+        return reply(domain.APPROVAL_RECORDED, counted.row)
     return await _claim(ctx, tx, admitted)
 
 
 async def decline(
-    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, reason: str | None = None
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str, reason: str | None = None
 ) -> ApprovalReply:
     admitted = await admit_pending(ctx, tx, token, proposal_id, "decline")
     if isinstance(admitted, ApprovalReply):
@@ -78,12 +94,15 @@ async def decline(
     # that must not leave its proposals undeclinable.
     if op is not None and not op.authorize(actor_of(admitted), scope_of(row)):
         return await forbidden(tx, admitted, "decline")
+    # any eligible person's decline ends it (the proposer's too: stopping is always safe)
+    if row.approver_roles is not None and admitted.member.role not in row.approver_roles:
+        return await forbidden(tx, admitted, "decline", why=policy_domain.ROLE_NOT_COUNTED)
     detail = {"reason": reason} if reason else None
     return await end_pending(ctx, tx, admitted, ProposalStatus.DECLINED, reason, detail)
 
 
 async def admit_pending(
-    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, command: str
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str, command: str
 ) -> Admitted | ApprovalReply:
     """``admit``, then the status table and the expiry: the person and a still-pending,
     unexpired proposal, or the reply that ends the command (decline, withdraw)."""
@@ -100,43 +119,35 @@ async def admit_pending(
 
 async def end_pending(
     ctx: Context,
-    tx: repo.Tx,
+    tx: UnitOfWork,
     admitted: Admitted,
     to: ProposalStatus,
     reason: str | None,
     detail: dict[str, Any] | None,
 ) -> ApprovalReply:
-    """A person ends a pending proposal (``declined`` or ``withdrawn``): one conditional UPDATE,
-    its audit row and its ``decided`` event in the caller's transaction; executes nothing."""
-    ended = await repo.transition(
+    """A person ends a pending proposal (``declined`` or ``withdrawn``): the transition (one
+    conditional UPDATE, its audit row and its ``decided`` event); executes nothing."""
+    ended = await transition(
+        ctx,
         tx,
         admitted.row.id,
-        expected=[PENDING],
-        to=to,
-        unexpired=True,
+        source=PENDING,
+        target=to,
+        actor=admitted.claims.sub,
         values={
             "decided_by": admitted.claims.sub,
             "decided_at": repo.DB_CLOCK,
             "decline_reason": reason,
         },
+        detail=detail,
     )
     if ended is None:
         return await after_lost_claim(ctx, tx, admitted.row.id)
-    await repo.write_audit(
-        tx,
-        ended.id,
-        actor=admitted.claims.sub,
-        action=to.value,
-        from_status=PENDING,
-        to_status=to,
-        detail=detail,
-    )
-    await announce(ctx, tx, "decided", ended)
     return reply(domain.DECLINED if to is ProposalStatus.DECLINED else domain.WITHDRAWN, ended)
 
 
 async def admit(
-    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, command: str
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str, command: str
 ) -> Admitted | ApprovalReply:
     try:
         claims = await verify_token_async(ctx.settings.auth, token, audience=PROPOSALS_AUDIENCE)
@@ -161,16 +172,18 @@ async def admit(
     return Admitted(claims, member, row)
 
 
-async def _claim(ctx: Context, tx: repo.Tx, admitted: Admitted) -> ApprovalReply:
+async def _claim(ctx: Context, tx: UnitOfWork, admitted: Admitted) -> ApprovalReply:
     group = ctx.settings.proposals
     # SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS (tests only): any status will do
     unsafe = ctx.settings.unsafe.claim_without_status
-    claimed = await repo.transition(
+    claimed = await transition(
+        ctx,
         tx,
         admitted.row.id,
-        expected=list(ProposalStatus) if unsafe else [PENDING],
-        to=ProposalStatus.EXECUTING,
-        unexpired=True,
+        source=PENDING,
+        target=ProposalStatus.EXECUTING,
+        actor=admitted.claims.sub,
+        any_status=unsafe,
         values={
             "decided_by": admitted.claims.sub,
             "decided_at": repo.DB_CLOCK,
@@ -182,49 +195,27 @@ async def _claim(ctx: Context, tx: repo.Tx, admitted: Admitted) -> ApprovalReply
     )
     if claimed is None:
         return await after_lost_claim(ctx, tx, admitted.row.id)
-    entry = AuditEntry(
-        claimed.id,
-        actor=admitted.claims.sub,
-        action="claimed",
-        from_status=PENDING,
-        to_status=ProposalStatus.EXECUTING,
-        detail={"contract_id": claimed.contract_id, "execute_by": claimed.execute_by.isoformat()},
-    )
-    await together(ctx, tx, entry, "executing", claimed, contract=contract_for(ctx, claimed))
     log.info("proposal.claimed", proposal_id=claimed.id, contract_id=claimed.contract_id)
     return reply(domain.CLAIMED, claimed)
 
 
-async def after_lost_claim(ctx: Context, tx: repo.Tx, proposal_id: str) -> ApprovalReply:
+async def after_lost_claim(ctx: Context, tx: UnitOfWork, proposal_id: str) -> ApprovalReply:
     """The conditional UPDATE matched nothing (or the row had lapsed): answer from the row now.
 
-    A lapsed pending row is marked expired on the spot; the sweeper would do the same later.
+    A lapsed pending row is marked expired on the spot (``expire``, as the sweep would later).
     """
     row = await repo.get(tx.conn, proposal_id)
     assert row is not None, "proposals are never deleted"
     status = ProposalStatus(row.status)
     shown: Row[Any] = row
     if status is PENDING and row.lapsed:
-        expired = await repo.transition(
-            tx, proposal_id, expected=[PENDING], to=ProposalStatus.EXPIRED, lapsed=True
-        )
-        if expired is not None:
-            await repo.write_audit(
-                tx,
-                proposal_id,
-                actor=domain.SYSTEM_ACTOR,
-                action="expired",
-                from_status=PENDING,
-                to_status=ProposalStatus.EXPIRED,
-                detail={"noticed_by": "decision"},
-            )
-            await announce(ctx, tx, "expired", expired)
-            shown = expired
+        expired = await expire(ctx, tx, noticed_by="decision", proposal_id=proposal_id)
+        shown = expired[0] if expired else row
     return reply(domain.answer_after_lost_claim(status, bool(row.lapsed)), shown)
 
 
 async def _fail_unparseable(
-    ctx: Context, tx: repo.Tx, admitted: Admitted, exc: Exception
+    ctx: Context, tx: UnitOfWork, admitted: Admitted, exc: Exception
 ) -> ApprovalReply:
     """The stored contract can no longer be read as its operation's ``Arguments``: it fails.
 
@@ -242,50 +233,50 @@ async def _fail_unparseable(
         error=_summary(exc),
     )
     outcome = TerminalFailure(correlation_id=correlation_id)
-    failed = await repo.transition(
+    failed = await transition(
+        ctx,
         tx,
         row.id,
-        expected=[PENDING],
-        to=ProposalStatus.FAILED,
-        unexpired=True,
+        source=PENDING,
+        target=ProposalStatus.FAILED,
+        actor=admitted.claims.sub,
         values={
             "outcome": outcome.model_dump(mode="json"),
             "outcome_at": repo.DB_CLOCK,
             "decided_by": admitted.claims.sub,
             "decided_at": repo.DB_CLOCK,
         },
+        detail={"why": "arguments_unparseable", "correlation_id": correlation_id},
     )
     if failed is None:
         return await after_lost_claim(ctx, tx, row.id)
-    await repo.write_audit(
-        tx,
-        row.id,
-        actor=admitted.claims.sub,
-        action="failed",
-        from_status=PENDING,
-        to_status=ProposalStatus.FAILED,
-        detail={"why": "arguments_unparseable", "correlation_id": correlation_id},
-    )
-    await announce(ctx, tx, "outcome", failed)
     return reply(domain.ALREADY_COMPLETED, failed)
 
 
-async def forbidden(tx: repo.Tx, admitted: Admitted, command: str) -> ApprovalReply:
+async def forbidden(
+    tx: UnitOfWork, admitted: Admitted, command: str, why: str = "role"
+) -> ApprovalReply:
+    """Refused and audited; ``why`` other than the operation's role check (an approval policy's
+    rule) is also the reply's reason code."""
     await repo.write_audit(
         tx,
         admitted.row.id,
         actor=admitted.claims.sub,
         action=f"{command}_forbidden",
-        detail={"why": "role", "role": admitted.member.role},
+        detail={"why": why, "role": admitted.member.role},
     )
-    log.info("approval.forbidden", proposal_id=admitted.row.id, why="role")
-    return reply(domain.FORBIDDEN)
+    log.info("approval.forbidden", proposal_id=admitted.row.id, why=why)
+    return reply(domain.FORBIDDEN if why == "role" else domain.Answer("forbidden", reason=why))
 
 
 def reply(answer: Answer, row: Row[Any] | None = None) -> ApprovalReply:
     """The typed reply; a proposal is shown only to those allowed to see it."""
     shown = None if row is None else repo.view(row)
+    counts = None
+    if shown is not None and shown.requirement is not None and answer in domain.COUNTED:
+        counts = ApprovalCount(recorded=len(shown.approvals), required=shown.requirement.required)
     return ApprovalReply(
+        approvals=counts,
         result=answer.result,
         http_status=answer.status_code,
         proposal=shown,
@@ -316,8 +307,4 @@ def scope_of(row: Row[Any]) -> Scope:
 
 
 def _summary(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['type']}" for err in exc.errors()[:10]
-        )
-    return type(exc).__name__
+    return summary(exc) if isinstance(exc, ValidationError) else type(exc).__name__

@@ -1,16 +1,16 @@
 """Revising a pending proposal (the editable payload): one code path for HTTP and AMQP.
 
 A revision never edits a contract. In ONE transaction it re-checks the person exactly like an
-approval (token → current membership → the organization's own proposal, else 404 → the
-operation's ``authorize``, 403 and audited), requires the proposal to be pending and unexpired,
-runs the operation's ``resolve`` on the edited request itself (``resolving``: read-only, the
-scope rebuilt from the stored proposal, never from the request), and then a conditional UPDATE
+approval (token → current membership → the organization's own proposal, else 404 → the operation's
+``authorize``, 403 and audited), requires the proposal to be pending and unexpired, runs the
+operation's ``resolve`` on the edited request itself (``resolving``: read-only, the scope rebuilt
+from the stored proposal, never from the request), and then the transition (one conditional UPDATE)
 moves the old proposal ``pending → superseded`` (guarded by status AND expiry, so a concurrent
 approval or the clock wins cleanly), the new proposal is inserted with a fresh expiry, both are
-audited, and ``proposal.superseded`` / ``proposal.created`` go to the outbox. If the old one
-stopped being pending meanwhile, nothing is written and the answer is the usual 409. Quotas are
-counted after the swap, so a revision that merely replaces a proposal always fits; one that does
-not fit raises ``Unremembered``, rolling everything back — the command's inbox row included.
+audited, and ``proposal.superseded`` / ``proposal.created`` go to the outbox. If the old one stopped
+being pending meanwhile, nothing is written and the answer is the usual 409. Quotas are counted
+after the swap, so a revision that merely replaces a proposal always fits; one that does not fit
+raises ``Unremembered``, rolling everything back — the command's inbox row included.
 
 Nothing leaves the service on the way: no other service is asked, so nothing can answer late.
 """
@@ -24,8 +24,9 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AnyOperation
 from signoff_contracts.reasons import Reason
 from signoff_contracts.status import ProposalStatus
-from signoff_contracts.v1 import ApprovalReply
+from signoff_contracts.v2 import ApprovalReply
 from signoff_runtime.registry import UnknownOperation
+from signoff_runtime.unit_of_work import UnitOfWork
 
 from signoff_proposals.context import Context
 from signoff_proposals.decisions import decide
@@ -35,7 +36,7 @@ from signoff_proposals.intake.resolving import Refused
 from signoff_proposals.lifecycle import domain
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.domain import Answer
-from signoff_proposals.lifecycle.outbox import announce
+from signoff_proposals.lifecycle.transitions import transition
 
 log = structlog.get_logger(__name__)
 PENDING = ProposalStatus.PENDING
@@ -63,7 +64,7 @@ def answer_for_revision(status: ProposalStatus) -> Answer | None:
 
 
 async def revise(
-    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, request: dict[str, Any]
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str, request: dict[str, Any]
 ) -> ApprovalReply:
     admitted = await decide.admit(ctx, tx, token, proposal_id, "revise")
     if isinstance(admitted, ApprovalReply):
@@ -103,30 +104,22 @@ async def revise(
 
 
 async def _supersede(
-    ctx: Context, tx: repo.Tx, admitted: decide.Admitted, new: repo.NewProposal
+    ctx: Context, tx: UnitOfWork, admitted: decide.Admitted, new: repo.NewProposal
 ) -> ApprovalReply:
     old_row = admitted.row
-    old = await repo.transition(
+    old = await transition(
+        ctx,
         tx,
         old_row.id,
-        expected=[PENDING],
-        to=ProposalStatus.SUPERSEDED,
-        unexpired=True,
+        source=PENDING,
+        target=ProposalStatus.SUPERSEDED,
+        actor=admitted.claims.sub,
         organization_id=old_row.organization_id,
         values={"superseded_by": new.proposal_id},
+        detail={"superseded_by": new.proposal_id},
     )
     if old is None:
         return await decide.after_lost_claim(ctx, tx, old_row.id)
-    await repo.write_audit(
-        tx,
-        old.id,
-        actor=admitted.claims.sub,
-        action="superseded",
-        from_status=PENDING,
-        to_status=ProposalStatus.SUPERSEDED,
-        detail={"superseded_by": new.proposal_id},
-    )
-    await announce(ctx, tx, "superseded", old)
     try:
         created = await intake.insert(
             ctx, tx, new, causation_id=new.proposal_id, detail={"supersedes": old.id}

@@ -13,11 +13,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from signoff_runtime.members import Authorization
 from signoff_runtime.tokens import bearer
+from signoff_runtime.unit_of_work import unit_of_work
 
 from signoff_proposals.api.http import respond
 from signoff_proposals.context import Context
 from signoff_proposals.decisions import decide, revisions, withdrawals
-from signoff_proposals.lifecycle import repository as repo
 
 
 class DeclineBody(BaseModel):
@@ -37,7 +37,7 @@ def router(ctx: Context) -> APIRouter:
 
     @api.post("/{proposal_id}/approve")
     async def approve(proposal_id: str, authorization: Authorization = None) -> JSONResponse:
-        async with repo.unit_of_work(ctx.engine) as tx:
+        async with unit_of_work(ctx.engine) as tx:
             reply = await decide.approve(ctx, tx, bearer(authorization), proposal_id)
         return respond("approve", reply)
 
@@ -46,7 +46,7 @@ def router(ctx: Context) -> APIRouter:
         proposal_id: str, body: DeclineBody | None = None, authorization: Authorization = None
     ) -> JSONResponse:
         reason = body.reason if body is not None else None
-        async with repo.unit_of_work(ctx.engine) as tx:
+        async with unit_of_work(ctx.engine) as tx:
             reply = await decide.decline(ctx, tx, bearer(authorization), proposal_id, reason)
         return respond("decline", reply)
 
@@ -56,7 +56,7 @@ def router(ctx: Context) -> APIRouter:
     ) -> JSONResponse:
         """The proposer (or a manager) takes a pending proposal back: ``withdrawn``."""
         reason = body.reason if body is not None else None
-        async with repo.unit_of_work(ctx.engine) as tx:
+        async with unit_of_work(ctx.engine) as tx:
             reply = await withdrawals.withdraw(ctx, tx, bearer(authorization), proposal_id, reason)
         return respond("withdraw", reply)
 
@@ -65,7 +65,7 @@ def router(ctx: Context) -> APIRouter:
         proposal_id: str, body: ReviseBody, authorization: Authorization = None
     ) -> JSONResponse:
         try:
-            async with repo.unit_of_work(ctx.engine) as tx:
+            async with unit_of_work(ctx.engine) as tx:
                 reply = await revisions.revise(
                     ctx, tx, bearer(authorization), proposal_id, body.request
                 )

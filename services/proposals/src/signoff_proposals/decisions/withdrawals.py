@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from signoff_contracts.status import ProposalStatus
-from signoff_contracts.v1 import ApprovalReply
+from signoff_contracts.v2 import ApprovalReply
+from signoff_runtime.unit_of_work import UnitOfWork
 
 from signoff_proposals.context import Context
 from signoff_proposals.decisions.decide import (
@@ -25,11 +26,10 @@ from signoff_proposals.decisions.decide import (
     operation_of,
     scope_of,
 )
-from signoff_proposals.lifecycle import repository as repo
 
 
 async def withdraw(
-    ctx: Context, tx: repo.Tx, token: str | None, proposal_id: str, reason: str | None = None
+    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str, reason: str | None = None
 ) -> ApprovalReply:
     admitted = await admit_pending(ctx, tx, token, proposal_id, "withdraw")
     if isinstance(admitted, ApprovalReply):

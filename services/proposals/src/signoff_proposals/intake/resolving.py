@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from signoff_contracts.operations import AnyOperation, Rejected, Resolved, Scope
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v1.proposals import Refusal
+from signoff_runtime.validation import field_errors
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -40,10 +41,10 @@ def parse_request(op: AnyOperation, data: Any) -> BaseModel:
     try:
         parsed: BaseModel = op.parse_request(data)
     except ValidationError as exc:
-        first = exc.errors(include_input=False, include_url=False)[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(request)"
+        [first] = field_errors(exc, limit=1)
+        field = first.field or "(request)"
         raise Refused(
-            "invalid", "invalid_request", kind=op.kind, field=field[:64], problem=first["type"][:64]
+            "invalid", "invalid_request", kind=op.kind, field=field[:64], problem=first.type[:64]
         ) from None
     return parsed
 

@@ -25,31 +25,32 @@ from typing import Any
 import structlog
 from signoff_contracts.operations import Actor, Scope
 from signoff_contracts.reasons import Reason
-from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ProposalRequestReply
 from signoff_contracts.v2 import ProposalRequested
-from signoff_runtime import tracing
 from signoff_runtime.registry import UnknownOperation
+from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work
 
 from signoff_proposals.context import Context
 from signoff_proposals.intake import identity, quotas, resolving
 from signoff_proposals.intake.resolving import Refused
 from signoff_proposals.lifecycle import repository as repo
-from signoff_proposals.lifecycle.outbox import SOURCE, announce
+from signoff_proposals.lifecycle.outbox import SOURCE
+from signoff_proposals.lifecycle.transitions import create
+from signoff_proposals.policies import freezing
 
 log = structlog.get_logger(__name__)
 
 
 async def store(ctx: Context, msg: ProposalRequested) -> ProposalRequestReply:
     try:
-        async with repo.unit_of_work(ctx.engine) as tx:
+        async with unit_of_work(ctx.engine) as tx:
             row = await _resolve_and_store(ctx, tx, msg)
     except (identity.NotIdentified, Refused) as exc:
         return refused(msg.proposal_id, msg.message_id, exc.refusal, exc.reason)
     return accepted(msg.proposal_id, msg.message_id, row)
 
 
-async def _resolve_and_store(ctx: Context, tx: repo.Tx, msg: ProposalRequested) -> Any:
+async def _resolve_and_store(ctx: Context, tx: UnitOfWork, msg: ProposalRequested) -> Any:
     try:
         op = ctx.operations.get(msg.operation_kind, msg.contract_version)
     except UnknownOperation:
@@ -95,27 +96,24 @@ async def _resolve_and_store(ctx: Context, tx: repo.Tx, msg: ProposalRequested) 
 
 
 async def insert(
-    ctx: Context, tx: repo.Tx, new: repo.NewProposal, *, causation_id: str, detail: dict[str, Any]
+    ctx: Context,
+    tx: UnitOfWork,
+    new: repo.NewProposal,
+    *,
+    causation_id: str,
+    detail: dict[str, Any],
 ) -> Any:
     """Store ``new`` (quota-checked, audited, announced); the stored copy if its id exists."""
     op = ctx.operations.get(new.operation_kind, new.contract_version)
     await quotas.lock_organization(tx.conn, quotas.PROPOSALS_LOCK, new.organization_id)
-    row = await repo.insert_proposal(tx, new, op.ttl)
+    row = await create(ctx, tx, new, op.ttl, detail=detail, causation_id=causation_id)
     if row is None:  # a concurrent copy of the same request won the insert
         stored = await repo.get(tx.conn, new.proposal_id)
         if stored is None or stored.organization_id != new.organization_id:
             raise Refused("not_stored", "proposal_id_conflict")
         return stored
+    row = await freezing.freeze(tx, op, row)
     await _check_quota(ctx, tx, new)
-    await repo.write_audit(
-        tx,
-        row.id,
-        actor=new.requested_by,
-        action="created",
-        to_status=ProposalStatus.PENDING,
-        detail={**detail, **tracing.headers()} or None,
-    )
-    await announce(ctx, tx, "created", row, causation_id=causation_id)
     log.info("proposal.stored", proposal_id=row.id, kind=row.operation_kind)
     return row
 
@@ -140,7 +138,7 @@ def _take_rate(ctx: Context, person: identity.Person) -> None:
         )
 
 
-async def _check_quota(ctx: Context, tx: repo.Tx, new: repo.NewProposal) -> None:
+async def _check_quota(ctx: Context, tx: UnitOfWork, new: repo.NewProposal) -> None:
     group = ctx.settings.proposals
     excess = await quotas.excess(
         tx.conn,

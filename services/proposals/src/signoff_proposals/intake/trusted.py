@@ -14,6 +14,7 @@ import structlog
 from pydantic import ValidationError
 from signoff_contracts.v1 import ProposalRequested, ProposalRequestReply
 from signoff_runtime.registry import UnknownOperation
+from signoff_runtime.unit_of_work import unit_of_work
 
 from signoff_proposals.context import Context
 from signoff_proposals.intake import store as intake
@@ -43,7 +44,7 @@ async def store(ctx: Context, msg: ProposalRequested) -> ProposalRequestReply:
             arguments=msg.arguments,
             preview=msg.preview,
         )
-        async with repo.unit_of_work(ctx.engine) as tx:
+        async with unit_of_work(ctx.engine) as tx:
             row = await intake.insert(
                 ctx, tx, new, causation_id=msg.message_id, detail={"via": "unsafe_trusted"}
             )

@@ -3,6 +3,9 @@
 What an approval (or decline) answers for each status, which statuses an outcome may move a
 proposal out of, and which audit action and event each step writes. The I/O modules ask these
 functions and never branch on statuses themselves, so ``tests/unit`` can pin the DESIGN table.
+``step`` turns the lifecycle table (``signoff_contracts.status``) into what a move writes — its
+audit action, its event, its clock condition — for ``transitions``, the one code that moves a
+proposal.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from signoff_contracts.status import (
     ProposalStatus,
     check_transition,
 )
-from signoff_contracts.v1 import ApprovalResult
+from signoff_contracts.v2 import ApprovalResult
 
 SYSTEM_ACTOR = "system:proposals"
 MAX_PAGE = 100
@@ -31,6 +34,7 @@ EventName = Literal["created", "decided", "executing", "outcome", "superseded", 
 
 HTTP_STATUS: dict[ApprovalResult, int] = {
     "claimed": 200,
+    "approval_recorded": 200,
     "declined": 200,
     "withdrawn": 200,
     "revised": 200,
@@ -63,6 +67,10 @@ UNAUTHENTICATED = Answer("unauthenticated")
 FORBIDDEN = Answer("forbidden")
 NOT_FOUND = Answer("not_found")
 CLAIMED = Answer("claimed")
+#: an approval counted toward its policy's quorum, which is not complete yet
+APPROVAL_RECORDED = Answer("approval_recorded")
+#: the answers that carry the approval counts
+COUNTED = (CLAIMED, APPROVAL_RECORDED)
 DECLINED = Answer("declined")
 WITHDRAWN = Answer("withdrawn")
 ALREADY_COMPLETED = Answer("already_completed", with_outcome=True)
@@ -106,6 +114,62 @@ def outcome_sources(target: ProposalStatus) -> frozenset[ProposalStatus]:
     for status in sources:
         check_transition(status, target)
     return sources
+
+
+def event_for(status: ProposalStatus) -> EventName:
+    """The ``ProposalEvent`` a transition into ``status`` announces (``proposal.<event>``)."""
+    events: dict[ProposalStatus, EventName] = {
+        ProposalStatus.PENDING: "created",
+        ProposalStatus.DECLINED: "decided",
+        ProposalStatus.WITHDRAWN: "decided",
+        ProposalStatus.EXPIRED: "expired",
+        ProposalStatus.SUPERSEDED: "superseded",
+        ProposalStatus.EXECUTING: "executing",
+    }
+    return events.get(status, "outcome")
+
+
+Clock = Literal["unexpired", "lapsed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One move of the lifecycle table and everything it writes besides the new status.
+
+    ``action`` names its audit row, ``event`` the ``ProposalEvent`` it announces; ``clock`` is the
+    condition on ``expires_at`` its UPDATE carries (by the database clock): a person's move out
+    of ``pending`` needs the proposal unexpired, expiry needs it lapsed. A claim (into
+    ``executing``) also sends the signed execution contract.
+    """
+
+    source: ProposalStatus | None
+    target: ProposalStatus
+    action: str
+    event: EventName
+    clock: Clock | None = None
+
+    @property
+    def sends_contract(self) -> bool:
+        return self.target is ProposalStatus.EXECUTING
+
+
+#: a proposal comes into being ``pending``: audited ``created``, announced ``proposal.created``
+CREATION = Step(None, ProposalStatus.PENDING, "created", "created")
+
+
+def step(source: ProposalStatus, target: ProposalStatus) -> Step:
+    """The table's move ``source → target``; ``IllegalTransition`` if the table has none."""
+    check_transition(source, target)
+    clock: Clock | None = None
+    if source is ProposalStatus.PENDING:
+        clock = "lapsed" if target is ProposalStatus.EXPIRED else "unexpired"
+    if target is ProposalStatus.EXECUTING:
+        action = "claimed"
+    elif source in IN_PROGRESS:
+        action = "outcome"
+    else:
+        action = target.value
+    return Step(source, target, action, event_for(target), clock)
 
 
 def routing_key(event: EventName) -> str:

@@ -1,69 +1,37 @@
 """SQL for proposals and their audit trail (SQLAlchemy Core on the caller's connection).
 
-Every status change goes through ``transition``: ONE conditional ``UPDATE … WHERE id = :id AND
-status IN (:expected) [AND expires_at > statement_timestamp()] RETURNING *``. Under READ
-COMMITTED PostgreSQL re-checks that WHERE clause on the newest row version, so of any number of
-concurrent callers exactly one matches; the others get ``None`` and re-read.
+Reads, the insert of a new proposal, the pick of lapsed rows, and the audit rows. A status never
+changes here: that is ``transitions``, the one code that moves a proposal.
 
-Expiry compares with ``statement_timestamp()``, not ``now()``: ``now()`` is the start of the
-*transaction*, which in an approval began a few milliseconds earlier with the membership lookup —
-long enough to claim a proposal just after it expired.
+The clock is ``statement_timestamp()`` (``DB_CLOCK``), not ``now()``: ``now()`` is the start of
+the *transaction*, which in an approval began a few milliseconds earlier with the membership
+lookup — long enough to claim a proposal just after it expired.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any, cast
 
+from signoff_contracts import v1
 from signoff_contracts.outcomes import outcome_adapter
 from signoff_contracts.status import ProposalStatus
-from signoff_contracts.v1 import AuditEntry, ProposalView
-from sqlalchemy import DateTime, Row, Table, func, insert, select, text, update
+from signoff_contracts.v1 import ProposalView
+from signoff_runtime.bulk import insert_rows
+from signoff_runtime.unit_of_work import UnitOfWork
+from sqlalchemy import CTE, DateTime, Insert, Row, Table, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_proposals.lifecycle import metrics as lifecycle_metrics
-from signoff_proposals.metrics import TRANSITIONS
+from signoff_proposals.metrics import count_transition
+from signoff_proposals.policies.views import marks_of, requirement_of
 from signoff_proposals.tables import audit, proposals
 
 #: the database clock at this statement (see the module docstring)
 DB_CLOCK = func.statement_timestamp(type_=DateTime(timezone=True))
-
-
-@dataclass
-class Tx:
-    """One transaction, and the metrics to count once it has committed."""
-
-    conn: AsyncConnection
-    counted: list[tuple[str, str]] = field(default_factory=list)
-    timed: list[tuple[Any, dict[str, str], float]] = field(default_factory=list)
-    #: publishes to make once committed; only ``SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX`` adds any
-    deferred: list[Callable[[], Awaitable[None]]] | None = None
-
-    def count(self, kind: str, status: ProposalStatus) -> None:
-        self.counted.append((kind, status.value))
-
-    def defer(self, publish: Callable[[], Awaitable[None]]) -> None:
-        if self.deferred is None:
-            self.deferred = []
-        self.deferred.append(publish)
-
-
-@asynccontextmanager
-async def unit_of_work(engine: AsyncEngine) -> AsyncIterator[Tx]:
-    async with engine.begin() as conn:
-        tx = Tx(conn)
-        yield tx
-    for kind, status in tx.counted:
-        TRANSITIONS.labels(kind=kind, status=status).inc()
-    for histogram, labels, seconds in tx.timed:
-        histogram.labels(**labels).observe(seconds)
-    for publish in tx.deferred or ():
-        await publish()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +51,7 @@ class NewProposal:
     preview: dict[str, Any]
 
 
-async def insert_proposal(tx: Tx, msg: NewProposal, ttl: timedelta) -> Row[Any] | None:
+async def insert_proposal(tx: UnitOfWork, msg: NewProposal, ttl: timedelta) -> Row[Any] | None:
     """Store ``msg`` as pending; ``None`` if a proposal with its id exists (a duplicate)."""
     stmt = (
         pg_insert(proposals)
@@ -107,8 +75,24 @@ async def insert_proposal(tx: Tx, msg: NewProposal, ttl: timedelta) -> Row[Any] 
     )
     row = (await tx.conn.execute(stmt)).first()
     if row is not None:
-        tx.count(msg.operation_kind, ProposalStatus.PENDING)
+        count_transition(tx, msg.operation_kind, ProposalStatus.PENDING)
     return row
+
+
+def lapsed(table: Table, *, batch: int, row_id: str | None = None) -> CTE:
+    """The ids of ``table``'s pending rows past ``expires_at`` (proposals or pause points): the
+    one named, or the ``batch`` that lapsed first, locked — skipping rows other transactions
+    hold, so several sweepers share the work."""
+    due = (
+        select(table.c.id)
+        .where(table.c.status == ProposalStatus.PENDING.value, table.c.expires_at <= DB_CLOCK)
+        .order_by(table.c.expires_at)
+        .limit(batch)
+        .with_for_update(skip_locked=row_id is None)
+    )
+    if row_id is not None:
+        due = due.where(table.c.id == row_id)
+    return due.cte("due")
 
 
 async def get(conn: AsyncConnection, proposal_id: str) -> Row[Any] | None:
@@ -144,104 +128,57 @@ async def lock_delivered(
     return (bool(row.first_delivery), row) if row is not None else (True, None)
 
 
-async def transition(
-    tx: Tx,
-    proposal_id: str,
-    *,
-    expected: Collection[ProposalStatus],
-    to: ProposalStatus,
-    unexpired: bool = False,
-    lapsed: bool = False,
-    organization_id: str | None = None,
-    values: dict[str, Any] | None = None,
-) -> Row[Any] | None:
-    """The one conditional UPDATE of a status change; ``None`` if the row did not qualify."""
-    stmt = (
-        update(proposals)
-        .where(proposals.c.id == proposal_id, proposals.c.status.in_([s.value for s in expected]))
-        .values(status=to.value, **(values or {}))
-        .returning(*proposals.c)
-    )
-    if unexpired:
-        stmt = stmt.where(proposals.c.expires_at > DB_CLOCK)
-    if lapsed:
-        stmt = stmt.where(proposals.c.expires_at <= DB_CLOCK)
-    if organization_id is not None:
-        stmt = stmt.where(proposals.c.organization_id == organization_id)
-    row = (await tx.conn.execute(stmt)).first()
-    if row is not None:
-        tx.count(row.operation_kind, to)
-        observed = lifecycle_metrics.latency(row, to)
-        if observed is not None:
-            tx.timed.append(observed)
-    return row
-
-
-async def expire_due(tx: Tx, batch: int) -> Sequence[Row[Any]]:
-    """Mark up to ``batch`` lapsed pending proposals expired (skipping rows others hold)."""
-    rows = (
-        await tx.conn.execute(
-            text(
-                "WITH due AS (SELECT id FROM proposals.proposals WHERE status = 'pending' "
-                "AND expires_at <= statement_timestamp() ORDER BY expires_at LIMIT :n "
-                "FOR UPDATE SKIP LOCKED) "
-                "UPDATE proposals.proposals p SET status = 'expired' FROM due "
-                "WHERE p.id = due.id AND p.status = 'pending' RETURNING p.*"
-            ),
-            {"n": batch},
-        )
-    ).all()
-    for row in rows:
-        tx.count(row.operation_kind, ProposalStatus.EXPIRED)
-    return rows
-
-
-async def take_stuck(
-    tx: Tx, batch: int, after_s: float, max_backoff_s: float
-) -> Sequence[Row[Any]]:
-    """Executing proposals quiet past their bound whose last contract copy has been sent.
-
-    Each taken row's next look is pushed out ``after_s * 2^count`` (capped): a per-row back-off,
-    so an executor that is down for an hour gets a handful of copies, not thousands.
-    """
+def origin_trace() -> Any:
+    """The trace of the turn that proposed the row (its ``created`` audit row's ``traceparent``),
+    selected beside it: a contract carries that trace, not the approver's or the sweep's."""
     return (
-        await tx.conn.execute(
-            text(
-                "WITH due AS (SELECT p.id FROM proposals.proposals p "
-                "WHERE p.status = 'executing' AND p.republish_after <= statement_timestamp() "
-                "AND NOT EXISTS (SELECT 1 FROM proposals.outbox o WHERE o.sent_at IS NULL "
-                "AND o.correlation_id = p.id AND o.message_type = 'execution.contract') "
-                "ORDER BY p.republish_after LIMIT :n FOR UPDATE OF p SKIP LOCKED) "
-                "UPDATE proposals.proposals p SET republish_count = p.republish_count + 1, "
-                "republish_after = statement_timestamp() + make_interval(secs => "
-                "least(:cap, :after * 2 ^ (p.republish_count + 1))) "
-                "FROM due WHERE p.id = due.id AND p.status = 'executing' RETURNING p.*"
-            ),
-            {"n": batch, "after": after_s, "cap": max_backoff_s},
-        )
-    ).all()
+        select(audit.c.detail["traceparent"].astext)
+        .where(audit.c.proposal_id == proposals.c.id, audit.c.action == "created")
+        .limit(1)
+        .scalar_subquery()
+        .label("origin_trace")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One row of a proposal's audit trail."""
+
+    proposal_id: str
+    actor: str
+    action: str
+    from_status: ProposalStatus | str | None = None
+    to_status: ProposalStatus | str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def audit_insert(entries: Sequence[AuditEntry]) -> Insert:
+    """The INSERT of ``entries`` (at the database clock), one statement for them all."""
+    rows = [
+        {
+            "proposal_id": e.proposal_id,
+            "actor": e.actor,
+            "action": e.action,
+            "from_status": None if e.from_status is None else str(e.from_status),
+            "to_status": None if e.to_status is None else str(e.to_status),
+            "detail": e.detail,
+        }
+        for e in entries
+    ]
+    return insert_rows(audit, rows, same={"at": DB_CLOCK})
 
 
 async def write_audit(
-    tx: Tx,
+    tx: UnitOfWork,
     proposal_id: str,
     *,
     actor: str,
     action: str,
-    from_status: ProposalStatus | str | None = None,
-    to_status: ProposalStatus | str | None = None,
     detail: dict[str, Any] | None = None,
 ) -> None:
+    """An audit row that records no transition (a refusal, an escalation, an ignored verdict)."""
     await tx.conn.execute(
-        insert(audit).values(
-            proposal_id=proposal_id,
-            at=DB_CLOCK,
-            actor=actor,
-            action=action,
-            from_status=None if from_status is None else str(from_status),
-            to_status=None if to_status is None else str(to_status),
-            detail=detail or {},
-        )
+        audit_insert([AuditEntry(proposal_id, actor, action, detail=detail or {})])
     )
 
 
@@ -269,14 +206,14 @@ async def list_for_org(
     return (await conn.execute(stmt)).all()
 
 
-async def audit_trail(conn: AsyncConnection, proposal_id: str) -> list[AuditEntry]:
+async def audit_trail(conn: AsyncConnection, proposal_id: str) -> list[v1.AuditEntry]:
     rows = (
         await conn.execute(
             select(audit).where(audit.c.proposal_id == proposal_id).order_by(audit.c.id)
         )
     ).all()
     return [
-        AuditEntry(
+        v1.AuditEntry(
             at=r.at,
             actor=r.actor,
             action=r.action,
@@ -309,4 +246,6 @@ def view(row: Row[Any]) -> ProposalView:
         superseded_by=row.superseded_by,
         outcome=None if row.outcome is None else outcome_adapter.validate_python(row.outcome),
         request=getattr(row, "request", None),
+        approvals=marks_of(row),
+        requirement=requirement_of(row),
     )

@@ -1,7 +1,7 @@
 """The notifier's tables: webhook subscriptions, deliveries (the outbox and its log), preferences.
 
 Declared on the service's one ``MetaData`` so the schema test compares them with migration
-``0007_notifications`` like every other table of the schema.
+``0008_notifications`` like every other table of the schema.
 """
 
 from __future__ import annotations

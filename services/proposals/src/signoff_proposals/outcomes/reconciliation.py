@@ -18,6 +18,7 @@ from typing import Any
 import structlog
 from signoff_contracts.v1 import ReconciliationChecked
 from signoff_runtime.consumer import PermanentError
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy import Row, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -31,7 +32,7 @@ checks = reconciliation_checks
 
 async def record(ctx: Context, msg: ReconciliationChecked) -> bool:
     """Store one check (and audit an escalation); ``False`` for a duplicate."""
-    async with repo.unit_of_work(ctx.engine) as tx:
+    async with unit_of_work(ctx.engine) as tx:
         conn = tx.conn
         stored = await conn.execute(
             text(

@@ -3,9 +3,10 @@
 Idempotent twice over: the inbox row (by ``message_id``, same transaction) drops a redelivered
 report, and the conditional UPDATE only moves a proposal that is still executing (or awaiting
 reconciliation) under the reported contract — a late or repeated report for a finished proposal
-changes nothing and is only logged. The stored outcome is the one every later reader sees.
-An operator's manual resolution (``reported_by="operator"``) is audited under the operator's name
-with their note — also when it arrives too late to move anything.
+changes nothing and is only logged. The move itself is ``transitions.transition`` from the locked
+row's status (its audit row and ``proposal.outcome`` in one more statement). The stored outcome is
+the one every later reader sees. An operator's manual resolution (``reported_by="operator"``) is
+audited under the operator's name with their note — also when it arrives too late to move anything.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import structlog
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import OutcomeReported
 from signoff_runtime.consumer import PermanentError
+from signoff_runtime.unit_of_work import unit_of_work
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain
 from signoff_proposals.lifecycle import repository as repo
-from signoff_proposals.lifecycle.outbox import AuditEntry, together
+from signoff_proposals.lifecycle.transitions import transition
 from signoff_proposals.metrics import OUTCOMES_IGNORED
 
 log = structlog.get_logger(__name__)
@@ -28,7 +30,7 @@ log = structlog.get_logger(__name__)
 
 async def record(ctx: Context, msg: OutcomeReported) -> bool:
     """Apply ``msg``; ``True`` if the proposal moved."""
-    async with repo.unit_of_work(ctx.engine) as tx:
+    async with unit_of_work(ctx.engine) as tx:
         first, current = await repo.lock_delivered(tx.conn, msg.message_id, msg.proposal_id)
         if current is None:
             raise PermanentError("unknown_proposal", f"proposal_id={msg.proposal_id}")
@@ -48,23 +50,18 @@ async def record(ctx: Context, msg: OutcomeReported) -> bool:
                     detail={**_detail(msg), "status": current.status},
                 )
             return _ignored("not_in_progress", msg, current.status)
-        moved = await repo.transition(
+        moved = await transition(
+            ctx,
             tx,
             msg.proposal_id,
-            expected=sources,
-            to=target,
+            source=ProposalStatus(current.status),
+            target=target,
+            actor=_actor(msg),
             values={"outcome": msg.outcome.model_dump(mode="json"), "outcome_at": repo.DB_CLOCK},
+            detail=_detail(msg),
+            causation_id=msg.message_id,
         )
         assert moved is not None, "the row is locked and was in a source status"
-        entry = AuditEntry(
-            msg.proposal_id,
-            actor=_actor(msg),
-            action="outcome",
-            from_status=current.status,
-            to_status=target,
-            detail=_detail(msg),
-        )
-        await together(ctx, tx, entry, "outcome", moved, causation_id=msg.message_id)
     log.info("proposal.outcome", proposal_id=msg.proposal_id, status=target.value)
     return True
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -32,27 +33,24 @@ from pydantic import ValidationError
 from signoff_contracts.reasons import Reason
 from signoff_contracts.status import PausePointStatus
 from signoff_contracts.v1 import (
-    ApprovalReply,
-    ApprovalResult,
     PausePointRequestReply,
     PausePointResolved,
 )
-from signoff_contracts.v2 import PausePointRequested
-from signoff_runtime import outbox as runtime_outbox
+from signoff_contracts.v2 import ApprovalReply, ApprovalResult, PausePointRequested
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, TokenInvalid, verify_token_async
+from signoff_runtime.unit_of_work import UnitOfWork
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_proposals.context import Context
 from signoff_proposals.intake import identity, quotas
-from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.lifecycle import outbox
 from signoff_proposals.lifecycle.domain import HTTP_STATUS
 from signoff_proposals.lifecycle.outbox import SOURCE
 from signoff_proposals.metrics import PAUSE_POINTS
 from signoff_proposals.pause_points import repository as pause_repo
 from signoff_proposals.pause_points import rules as pause_rules
 from signoff_proposals.pause_points.rules import Resolution
-from signoff_proposals.tables import outbox
 
 log = structlog.get_logger(__name__)
 RESOLVED_ROUTING_KEY = "pause_point.resolved"
@@ -162,7 +160,7 @@ def _request_reply(
 
 
 async def resolve(
-    ctx: Context, tx: repo.Tx, token: str | None, pause_point_id: str, answer: Resolution
+    ctx: Context, tx: UnitOfWork, token: str | None, pause_point_id: str, answer: Resolution
 ) -> ApprovalReply:
     try:
         claims = await verify_token_async(ctx.settings.auth, token, audience=PROPOSALS_AUDIENCE)
@@ -186,7 +184,7 @@ async def resolve(
         log.info("pause_point.forbidden", pause_point_id=row.id, why="role", role=member.role)
         return _reply("forbidden")
     if row.status != PausePointStatus.PENDING or row.lapsed:
-        return await _not_resolvable(ctx, tx.conn, row)
+        return await _not_resolvable(ctx, tx, row)
     refusal = pause_rules.check_resolution(
         row.kind, row.options, row.form_schema, answer, payload=row.payload
     )
@@ -196,40 +194,39 @@ async def resolve(
     if resolved is None:
         again = await pause_repo.get(tx.conn, row.id)
         assert again is not None, "pause points are never deleted"
-        return await _not_resolvable(ctx, tx.conn, again)
-    await _announce(ctx, tx.conn, resolved, RESOLVED_ROUTING_KEY)
+        return await _not_resolvable(ctx, tx, again)
+    await _announce(ctx, tx, [resolved], RESOLVED_ROUTING_KEY)
     PAUSE_POINTS.labels(kind=resolved.kind, status="resolved").inc()
     log.info("pause_point.resolved", pause_point_id=row.id, action=answer.action)
     return _reply("resolved", resolved)
 
 
-async def _not_resolvable(ctx: Context, conn: AsyncConnection, row: Row[Any]) -> ApprovalReply:
+async def _not_resolvable(ctx: Context, tx: UnitOfWork, row: Row[Any]) -> ApprovalReply:
     """Already resolved (shown with its stored resolution) or expired — changing nothing else.
 
-    A pending row past its time is marked expired on the spot; the sweep would do so later.
+    A pending row past its time is marked expired on the spot (``expire``, as the sweep would).
     """
     shown = row
     if row.status == PausePointStatus.PENDING:
-        shown = await pause_repo.expire(conn, row.id) or row
-        if shown is not row:
-            await _announce(ctx, conn, shown, EXPIRED_ROUTING_KEY)
-            PAUSE_POINTS.labels(kind=row.kind, status="expired").inc()
+        shown = next(iter(await _expire(ctx, tx, pause_point_id=row.id)), row)
     status = PausePointStatus(shown.status)
     code = "resolved" if status is PausePointStatus.RESOLVED else "expired"
     return _reply("not_approvable", shown, Reason(code=code))
 
 
-async def _announce(ctx: Context, conn: AsyncConnection, row: Row[Any], routing_key: str) -> None:
-    message = PausePointResolved(
-        pause_point=pause_repo.view(row), source=SOURCE, correlation_id=row.id
-    )
-    await runtime_outbox.enqueue(
-        conn,
-        outbox,
-        message,
-        exchange=ctx.topology.name("events"),
-        routing_key=routing_key,
-    )
+async def _announce(ctx: Context, tx: UnitOfWork, rows: Sequence[Row[Any]], key: str) -> None:
+    """``PausePointResolved`` for each of ``rows`` under ``key``, through the service's outbox."""
+    messages = [
+        outbox.announcement(
+            ctx,
+            PausePointResolved(
+                pause_point=pause_repo.view(row), source=SOURCE, correlation_id=row.id
+            ),
+            key,
+        )
+        for row in rows
+    ]
+    await outbox.enqueue(ctx, tx, messages)
 
 
 def _reply(
@@ -248,13 +245,20 @@ def _reply(
 # --- expiry ----------------------------------------------------------------------------------
 
 
-async def expire_due(ctx: Context, conn: AsyncConnection, batch: int) -> int:
+async def expire(ctx: Context, tx: UnitOfWork, *, batch: int) -> int:
     """The expiry sweep's share for pause points, each expiry announced to the conversation."""
-    rows = await pause_repo.expire_due(conn, batch)
-    for row in rows:
-        await _announce(ctx, conn, row, EXPIRED_ROUTING_KEY)
-    for kind, count in Counter(row.kind for row in rows).items():
-        PAUSE_POINTS.labels(kind=kind, status="expired").inc(count)
+    rows = await _expire(ctx, tx, batch=batch)
     if rows:
         log.info("pause_points.expired", count=len(rows))
     return len(rows)
+
+
+async def _expire(
+    ctx: Context, tx: UnitOfWork, *, pause_point_id: str | None = None, batch: int = 1
+) -> Sequence[Row[Any]]:
+    rows = await pause_repo.expire(tx.conn, pause_point_id=pause_point_id, batch=batch)
+    if rows:
+        await _announce(ctx, tx, rows, EXPIRED_ROUTING_KEY)
+    for kind, count in Counter(row.kind for row in rows).items():
+        PAUSE_POINTS.labels(kind=kind, status="expired").inc(count)
+    return rows

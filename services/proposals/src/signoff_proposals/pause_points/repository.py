@@ -15,11 +15,11 @@ from typing import Any, cast
 from signoff_contracts.status import PausePointStatus
 from signoff_contracts.v1 import PausePointView
 from signoff_contracts.v2 import PausePointRequested
-from sqlalchemy import Row, func, or_, select, text, update
+from sqlalchemy import Row, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_proposals.lifecycle.repository import DB_CLOCK
+from signoff_proposals.lifecycle.repository import DB_CLOCK, lapsed
 from signoff_proposals.tables import pause_points
 
 PENDING = PausePointStatus.PENDING.value
@@ -92,35 +92,19 @@ async def resolve(
     return (await conn.execute(stmt)).first()
 
 
-async def expire(conn: AsyncConnection, pause_point_id: str) -> Row[Any] | None:
-    """Mark one lapsed pending pause point expired (noticed by a resolve before the sweep)."""
+async def expire(
+    conn: AsyncConnection, *, pause_point_id: str | None = None, batch: int = 1
+) -> Sequence[Row[Any]]:
+    """Mark lapsed pending pause points expired: ``pause_point_id`` only (a resolve noticed it
+    before the sweep), or up to ``batch`` that lapsed first (skipping rows others hold)."""
+    taken = lapsed(pause_points, batch=batch, row_id=pause_point_id)
     stmt = (
         update(pause_points)
-        .where(
-            pause_points.c.id == pause_point_id,
-            pause_points.c.status == PENDING,
-            pause_points.c.expires_at <= DB_CLOCK,
-        )
+        .where(pause_points.c.id == taken.c.id, pause_points.c.status == PENDING)
         .values(status=PausePointStatus.EXPIRED.value)
         .returning(*pause_points.c)
     )
-    return (await conn.execute(stmt)).first()
-
-
-async def expire_due(conn: AsyncConnection, batch: int) -> Sequence[Row[Any]]:
-    """Mark up to ``batch`` lapsed pending pause points expired (skipping rows others hold)."""
-    return (
-        await conn.execute(
-            text(
-                "WITH due AS (SELECT id FROM proposals.pause_points WHERE status = 'pending' "
-                "AND expires_at <= statement_timestamp() ORDER BY expires_at LIMIT :n "
-                "FOR UPDATE SKIP LOCKED) "
-                "UPDATE proposals.pause_points p SET status = 'expired' FROM due "
-                "WHERE p.id = due.id AND p.status = 'pending' RETURNING p.*"
-            ),
-            {"n": batch},
-        )
-    ).all()
+    return (await conn.execute(stmt)).all()
 
 
 async def list_answerable(

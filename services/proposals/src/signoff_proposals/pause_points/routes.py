@@ -15,11 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from signoff_contracts.status import PausePointStatus
 from signoff_runtime.members import Authorization, Caller
 from signoff_runtime.tokens import bearer
+from signoff_runtime.unit_of_work import unit_of_work
 
 from signoff_proposals.api.http import keyset, not_found, respond
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain
-from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.pause_points import lifecycle as pause_points
 from signoff_proposals.pause_points import repository as pause_repo
 from signoff_proposals.pause_points.rules import Resolution
@@ -75,7 +75,7 @@ def router(ctx: Context) -> APIRouter:
         pause_point_id: str, body: ResolveBody, authorization: Authorization = None
     ) -> JSONResponse:
         answer = Resolution(body.action, body.option, body.data, body.reply, body.payload)
-        async with repo.unit_of_work(ctx.engine) as tx:
+        async with unit_of_work(ctx.engine) as tx:
             reply = await pause_points.resolve(
                 ctx, tx, bearer(authorization), pause_point_id, answer
             )

@@ -1,11 +1,10 @@
 """The rules of pause points, pure and synchronous: what may be stored, and what resolves one.
 
 A request that breaks a rule is refused with a reason code the model can act on (it wrote the
-request): ``title_required``/``title_too_long``, ``description_too_long``, ``too_many_options``,
-``option_too_long``, ``duplicate_options``, ``unknown_kind``, ``too_few_options`` (a ``choice``
-needs at least two), ``unexpected_options`` (only a ``choice`` has options),
-``form_schema_required`` / ``unexpected_form_schema`` (only ``data_entry`` has a form),
-``invalid_form_schema`` (see ``forms``), ``payload_too_large``, or ``invalid_message``.
+request): what does not parse is ``title_too_long``, ``description_too_long``,
+``too_many_options``, ``unknown_kind`` or ``invalid_message``; what parses is checked by
+``signoff_contracts.pause_requests`` — the agent's check too — whose limits and codes are the
+ones stated there.
 
 A resolution must fit the kind: ``approval`` takes ``approve`` or ``decline``; ``choice`` takes
 ``option`` naming one of its options, or ``decline``; ``data_entry`` takes ``data`` that fills
@@ -14,25 +13,21 @@ in its form, or ``decline``. Anything else is refused (``action_not_allowed``,
 ``unexpected_data``, ``invalid_data``).
 
 Any answer but ``decline`` may carry an edited ``payload`` (the seed's payload override) when the
-pause point has a payload: a JSON object of at most ``MAX_PAYLOAD_BYTES``, and, when the pause
-point has a schema (a ``data_entry`` form), one that fills it in (``invalid_data`` otherwise).
-Else it is refused: ``unexpected_payload``, ``payload_too_large``.
+pause point has a payload: a JSON object within ``pause_requests.MAX_PAYLOAD_BYTES``, and, when
+the pause point has a schema (a ``data_entry`` form), one that fills it in (``invalid_data``
+otherwise). Else it is refused: ``unexpected_payload``, ``payload_too_large``.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+from signoff_contracts import forms, pause_requests
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v2 import PausePointRequested
-
-from signoff_proposals.pause_points import forms
-
-MAX_OPTION = 200
-MAX_PAYLOAD_BYTES = 16_384
+from signoff_runtime.validation import field_errors
 
 ALLOWED_ACTIONS: dict[str, frozenset[str]] = {
     "approval": frozenset({"approve", "decline"}),
@@ -51,47 +46,26 @@ _FIELD_CODES = {
 
 def reason_for_invalid(exc: ValidationError) -> Reason:
     """The reason a ``PausePointRequested`` that failed to parse is refused with."""
-    for err in exc.errors():
-        loc = err.get("loc", ())
-        field = str(loc[0]) if loc else ""
-        if field == "options" and len(loc) > 1:
+    for err in field_errors(exc, limit=50):
+        field = err.loc[0] if err.loc else ""
+        if field == "options" and len(err.loc) > 1:
             return Reason(code="invalid_message", params={"field": "options"})
-        if field in _FIELD_CODES and err["type"] != "missing":
+        if field in _FIELD_CODES and err.type != "missing":
             code = _FIELD_CODES[field]
-            if field == "kind" or err["type"] in ("string_too_long", "too_long"):
+            if field == "kind" or err.type in ("string_too_long", "too_long"):
                 return Reason(code=code)
     return Reason(code="invalid_message")
 
 
 def check_request(msg: PausePointRequested) -> Reason | None:
     """Why ``msg`` (which parsed) cannot be stored, or ``None``."""
-    if not msg.title.strip():
-        return Reason(code="title_required")
-    if (reason := _check_options(msg)) is not None:
-        return reason
-    if msg.kind == "data_entry":
-        if msg.form_schema is None:
-            return Reason(code="form_schema_required")
-        if (reason := forms.check_schema(msg.form_schema)) is not None:
-            return reason
-    elif msg.form_schema is not None:
-        return Reason(code="unexpected_form_schema", params={"kind": msg.kind})
-    if msg.payload is not None and len(json.dumps(msg.payload)) > MAX_PAYLOAD_BYTES:
-        return Reason(code="payload_too_large", params={"limit": MAX_PAYLOAD_BYTES})
-    return None
-
-
-def _check_options(msg: PausePointRequested) -> Reason | None:
-    for index, option in enumerate(msg.options):
-        if not option.strip() or len(option) > MAX_OPTION:
-            return Reason(code="option_too_long", params={"index": index, "limit": MAX_OPTION})
-    if len(set(msg.options)) != len(msg.options):
-        return Reason(code="duplicate_options")
-    if msg.kind == "choice" and len(msg.options) < 2:
-        return Reason(code="too_few_options", params={"minimum": 2})
-    if msg.kind != "choice" and msg.options:
-        return Reason(code="unexpected_options", params={"kind": msg.kind})
-    return None
+    return pause_requests.check(
+        title=msg.title,
+        options=msg.options,
+        kind=msg.kind,
+        payload=msg.payload,
+        form_schema=msg.form_schema,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,8 +126,8 @@ def check_payload(
     """Why the edited payload of ``answer`` cannot go with it, or ``None``."""
     if payload is None or answer.action == "decline":
         return Reason(code="unexpected_payload")
-    if len(json.dumps(answer.payload)) > MAX_PAYLOAD_BYTES:
-        return Reason(code="payload_too_large", params={"limit": MAX_PAYLOAD_BYTES})
+    if (reason := pause_requests.check_payload_size(answer.payload)) is not None:
+        return reason
     if form_schema is not None:
         return forms.check_data(form_schema, answer.payload)
     return None

@@ -31,6 +31,8 @@ from signoff_contracts.v1.pause_points import (
     PausePointView,
 )
 from signoff_contracts.v1.proposals import (
+    ApprovalMark,
+    ApprovalRequirement,
     AuditEntry,
     ProposalEvent,
     ProposalRequested,
@@ -68,7 +70,9 @@ __all__ = [
     "MESSAGES",
     "AnswerableBy",
     "ApprovalCommand",
+    "ApprovalMark",
     "ApprovalReply",
+    "ApprovalRequirement",
     "ApprovalResult",
     "ApproveProposal",
     "AuditEntry",

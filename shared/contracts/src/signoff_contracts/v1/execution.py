@@ -30,6 +30,9 @@ _SIGNED_FIELDS = (
     "approved_at",
     "execute_by",
 )
+#: signed when present; absent (``None``) when one person approved, so such a contract's signed
+#: bytes are what they were before approval policies existed
+_SIGNED_WHEN_SET = ("approvers",)
 
 
 class ExecutionContract(Envelope):
@@ -47,6 +50,13 @@ class ExecutionContract(Envelope):
     approved_by: str = Field(max_length=72)
     approved_at: AwareDatetime
     execute_by: AwareDatetime
+    approvers: list[str] | None = Field(
+        default=None,
+        max_length=32,
+        description="Every person whose approval made the quorum (approved_by included), "
+        "oldest first, when the approval policy needed more than one; the executor re-checks "
+        "each of them. None: approved_by alone.",
+    )
     signature: str = Field(default="", max_length=128)
     key_id: str | None = Field(
         default=None,
@@ -56,8 +66,13 @@ class ExecutionContract(Envelope):
 
     def signing_payload(self) -> bytes:
         """Canonical bytes the signature covers: sorted keys, no whitespace, UTC times."""
-        data = self.model_dump(mode="json", include=set(_SIGNED_FIELDS))
+        signed = {*_SIGNED_FIELDS, *(f for f in _SIGNED_WHEN_SET if getattr(self, f) is not None)}
+        data = self.model_dump(mode="json", include=signed)
         return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
+    def all_approvers(self) -> list[str]:
+        """Everyone whose approval this contract carries (``approved_by`` at least)."""
+        return list(self.approvers) if self.approvers else [self.approved_by]
 
 
 class OutcomeReported(Envelope):

@@ -45,6 +45,32 @@ class ProposalRequested(Envelope):
     )
 
 
+class ApprovalMark(BaseModel):
+    """One person's approval of a proposal, as recorded (who, with which role, when)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    user_id: str
+    role: str
+    at: AwareDatetime
+
+
+class ApprovalRequirement(BaseModel):
+    """What a proposal needs before it runs: the approval policy in force when it was stored,
+    frozen into it (a policy changed later never changes what a shown card needs)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    required: int = Field(ge=1, description="How many distinct people must approve.")
+    roles: list[str] | None = Field(
+        default=None, description="Only these roles count; None: whoever the operation allows."
+    )
+    proposer_may_approve: bool = True
+    policy_version: int | None = Field(
+        default=None, description="The organization's policy version; None: the default."
+    )
+
+
 class ProposalView(BaseModel):
     """A proposal as clients see it: the preview, never the raw arguments."""
 
@@ -70,6 +96,10 @@ class ProposalView(BaseModel):
     #: what the proposer asked (the operation's ``Request``, ids of the organization's own
     #: records), so an edit starts from it; ``None`` from writers that predate it
     request: dict[str, Any] | None = None
+    #: the approvals recorded so far, oldest first (empty from writers that predate policies)
+    approvals: list[ApprovalMark] = Field(default_factory=list)
+    #: the approval policy frozen into the proposal; ``None`` from writers that predate it
+    requirement: ApprovalRequirement | None = None
 
 
 class ProposalRequestReply(Envelope):

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from signoff_contracts.ids import PausePointId, ProposalId
+from signoff_contracts.pause_requests import MAX_DESCRIPTION, MAX_OPTIONS, MAX_TITLE
 from signoff_contracts.v1.envelope import Envelope
 from signoff_contracts.v1.pause_points import AnswerableBy, PausePointKind
 
@@ -67,9 +68,11 @@ class PausePointRequested(_OnBehalf):
     type: Literal["pause_point.requested"] = "pause_point.requested"
     pause_point_id: PausePointId
     conversation_id: str | None = Field(default=None, max_length=72)
-    title: str = Field(max_length=80)
-    description: str = Field(max_length=8000)
-    options: list[str] = Field(default_factory=list, max_length=8)
+    title: str = Field(max_length=MAX_TITLE)
+    description: str = Field(max_length=MAX_DESCRIPTION)
+    #: what a schema cannot say (blank titles, options' lengths, kinds, forms, the payload's
+    #: size) is ``signoff_contracts.pause_requests.check``'s
+    options: list[str] = Field(default_factory=list, max_length=MAX_OPTIONS)
     payload: dict[str, Any] | None = None
     kind: PausePointKind = "approval"
     form_schema: dict[str, Any] | None = None

@@ -1,0 +1,136 @@
+"""The ``signoff`` command as an operator meets it: ``--version``, ``serve``'s help, one line for
+a bad setting in every command, ``db wait``, and ``dev run``'s ``.env``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from importlib.metadata import version
+from pathlib import Path
+from unittest.mock import patch
+
+import asyncpg
+import pytest
+from signoff_cli import dev, main
+from signoff_runtime.db import asyncpg_dsn
+from sqlalchemy.engine import make_url
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def app() -> object:
+    if not any(group.name == "proposals" for group in main.app.registered_groups):
+        main._mount_plugins()
+    return main.app
+
+
+def test_version(app: object) -> None:
+    result = runner.invoke(main.app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"signoff {version('signoff-cli')}"
+
+
+def test_serve_lists_every_installed_service(app: object) -> None:
+    result = runner.invoke(main.app, ["serve", "--help"], env={"COLUMNS": "200"})
+    for service in ("agent", "executor", "proposals", "reconciler", "web"):
+        assert service in result.stdout
+
+
+#: every command that reads settings, with arguments that would get it past its parsing
+COMMANDS = [
+    ["token", "--user", "someone@example.com"],
+    ["db", "create"],
+    ["db", "migrate"],
+    ["db", "wait", "executor", "--timeout", "1"],
+    ["status"],
+    ["dev", "run", "--env-file", "/nonexistent/.env"],
+    ["proposals", "show", "prp_x"],
+    ["proposals", "stuck"],
+    ["reconcile", "prp_x"],
+    ["dlq", "list"],
+    ["dlq", "show", "1"],
+    ["dlq", "replay", "1"],
+    ["demo", "seed"],
+    ["web", "revoke-sessions", "--user", "usr_x"],
+    ["serve", "agent"],
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_a_bad_setting_is_one_line_not_a_traceback(app: object, argv: list[str]) -> None:
+    result = runner.invoke(main.app, argv, env={"SIGNOFF_DB__POOL_SIZE": "0", "SIGNOFF_ENV": "dev"})
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith("signoff ") and "SIGNOFF_DB__POOL_SIZE" in line, line
+
+
+def test_db_commands_read_only_the_database_settings(app: object) -> None:
+    """What the migration Job is given: no broker, and production everywhere else too."""
+    result = runner.invoke(
+        main.app,
+        ["db", "wait", "no_such_owner", "--timeout", "1"],
+        env={"SIGNOFF_ENV": "prod", "SIGNOFF_AMQP__URL": "amqp://guest:guest@127.0.0.1/"},
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr == "signoff db wait: no migrations installed for no_such_owner\n"
+
+
+def test_db_wait_holds_until_the_schemas_are_migrated(app: object, database_url: str) -> None:
+    done = runner.invoke(
+        main.app, ["db", "wait", "--timeout", "5"], env={"SIGNOFF_DB__URL": database_url}
+    )
+    assert done.exit_code == 0, done.output
+    empty = make_url(database_url).set(database=f"signoff_wait_{secrets.token_hex(4)}")
+    url = empty.render_as_string(hide_password=False)
+    asyncio.run(_create(url))
+    try:
+        waiting = runner.invoke(
+            main.app, ["db", "wait", "executor", "--timeout", "1"], env={"SIGNOFF_DB__URL": url}
+        )
+        assert waiting.exit_code == 1
+        assert "executor: at nothing, newest" in waiting.stderr
+    finally:
+        asyncio.run(_drop(url))
+
+
+async def _create(url: str) -> None:
+    admin = await asyncpg.connect(
+        asyncpg_dsn(make_url(url).set(database="postgres").render_as_string(False))
+    )
+    try:
+        await admin.execute(f'CREATE DATABASE "{make_url(url).database}"')
+    finally:
+        await admin.close()
+
+
+async def _drop(url: str) -> None:
+    admin = await asyncpg.connect(
+        asyncpg_dsn(make_url(url).set(database="postgres").render_as_string(False))
+    )
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def test_dev_run_reads_env_file_where_the_environment_is_silent(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text(
+        "SIGNOFF_LOG_LEVEL=DEBUG\nSIGNOFF_AGENT__PORT=9001\nSIGNOFF_WEB__SECURE_COOKIES=\n"
+        'SIGNOFF_AUTH__PUBLIC_KEYS={"k": "v"}\n'
+    )
+    read = ("SIGNOFF_LOG_LEVEL", "SIGNOFF_WEB__SECURE_COOKIES", "SIGNOFF_AUTH__PUBLIC_KEYS")
+    with patch.dict(os.environ):  # the whole environment restored afterwards
+        for name in read:
+            os.environ.pop(name, None)
+        os.environ["SIGNOFF_AGENT__PORT"] = "8001"
+        assert dev.read_env_file(env_file) == ["SIGNOFF_LOG_LEVEL", "SIGNOFF_AUTH__PUBLIC_KEYS"]
+        assert os.environ["SIGNOFF_LOG_LEVEL"] == "DEBUG"
+        assert os.environ["SIGNOFF_AGENT__PORT"] == "8001", "the environment's own value wins"
+        assert os.environ["SIGNOFF_AUTH__PUBLIC_KEYS"] == '{"k": "v"}'
+        assert "SIGNOFF_WEB__SECURE_COOKIES" not in os.environ, "empty is unset"
+        assert dev.read_env_file(tmp_path / "missing") == []

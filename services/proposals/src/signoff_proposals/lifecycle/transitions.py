@@ -1,0 +1,175 @@
+"""The one way a proposal's status changes: ``transition``, and its set-based form ``expire``.
+
+Both start from the lifecycle table's move (``domain.step``): a move the table does not have
+raises ``IllegalTransition`` before anything is written. Everything else comes from that move:
+
+- ONE conditional UPDATE — ``… SET status = :target WHERE id = :id AND status = :source
+  [AND expires_at > statement_timestamp()] RETURNING *`` (the step's ``clock``: a person's move
+  out of ``pending`` needs it unexpired, expiry needs it lapsed). Under READ COMMITTED
+  PostgreSQL re-checks that WHERE clause on the newest row version, so of any number of
+  concurrent callers exactly one matches; the others get ``None`` and answer from the row as it
+  is now. This is what makes a claim exactly-once.
+- then ONE statement (``outbox.enqueue``) with the audit row (the step's ``action``), the signed
+  execution contract for a claim, and the ``proposal.<event>`` (the step's ``event``).
+
+``expire`` is the same move for many rows in one UPDATE (the lapsed pending rows the sweep takes,
+skipping those other transactions hold, or the one row a decision found lapsed) and one
+statement of their audit rows and events. ``create`` stores a new proposal with the table's
+``CREATION`` step. Nothing else in the service writes ``proposals.status``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from signoff_contracts.status import ProposalStatus
+from signoff_runtime import tracing
+from signoff_runtime.outbox import Outgoing
+from signoff_runtime.unit_of_work import UnitOfWork
+from sqlalchemy import ColumnElement, Row, update
+
+from signoff_proposals.context import Context
+from signoff_proposals.lifecycle import domain, outbox
+from signoff_proposals.lifecycle import metrics as lifecycle_metrics
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.lifecycle.domain import Step
+from signoff_proposals.lifecycle.repository import DB_CLOCK, AuditEntry
+from signoff_proposals.metrics import count_transition
+from signoff_proposals.tables import proposals
+
+PENDING, EXPIRED = ProposalStatus.PENDING, ProposalStatus.EXPIRED
+
+
+async def transition(
+    ctx: Context,
+    tx: UnitOfWork,
+    proposal_id: str,
+    *,
+    source: ProposalStatus,
+    target: ProposalStatus,
+    actor: str,
+    values: dict[str, Any] | None = None,
+    detail: dict[str, Any] | None = None,
+    causation_id: str | None = None,
+    organization_id: str | None = None,
+    any_status: bool = False,
+) -> Row[Any] | None:
+    """Move ``proposal_id`` from ``source`` to ``target`` (also setting ``values``), audited
+    under ``actor`` with ``detail`` and announced; ``None`` if the row did not qualify.
+
+    ``any_status`` is the negative control ``SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS`` (tests only):
+    the status condition is dropped, and with it the table's promise.
+    """
+    move = domain.step(source, target)
+    where = [proposals.c.id == proposal_id]
+    if organization_id is not None:
+        where.append(proposals.c.organization_id == organization_id)
+    rows = await _update(tx, move, where, values or {}, any_status=any_status)
+    await _record(ctx, tx, move, rows, actor, detail or {}, causation_id)
+    return rows[0] if rows else None
+
+
+async def expire(
+    ctx: Context, tx: UnitOfWork, *, noticed_by: str, proposal_id: str | None = None, batch: int = 1
+) -> Sequence[Row[Any]]:
+    """``pending → expired`` for lapsed proposals: ``proposal_id`` only, or the ``batch`` that
+    lapsed first (rows held by other transactions are skipped, so replicas share the sweep)."""
+    move = domain.step(PENDING, EXPIRED)
+    taken = repo.lapsed(proposals, batch=batch, row_id=proposal_id)
+    rows = await _update(tx, move, [proposals.c.id == taken.c.id], {})
+    await _record(ctx, tx, move, rows, domain.SYSTEM_ACTOR, {"noticed_by": noticed_by}, None)
+    return rows
+
+
+async def create(
+    ctx: Context,
+    tx: UnitOfWork,
+    new: repo.NewProposal,
+    ttl: timedelta,
+    *,
+    detail: dict[str, Any],
+    causation_id: str,
+) -> Row[Any] | None:
+    """Store ``new`` as ``pending``, audited ``created`` (with the proposing turn's trace) and
+    announced; ``None`` if a proposal with its id exists."""
+    row = await repo.insert_proposal(tx, new, ttl)
+    if row is None:
+        return None
+    trail = {**detail, **tracing.headers()}
+    await _record(ctx, tx, domain.CREATION, [row], new.requested_by, trail, causation_id)
+    return row
+
+
+def _clock(move: Step) -> list[ColumnElement[bool]]:
+    """The move's condition on ``expires_at``, by the database clock (none for most moves)."""
+    if move.clock == "unexpired":
+        return [proposals.c.expires_at > DB_CLOCK]
+    if move.clock == "lapsed":
+        return [proposals.c.expires_at <= DB_CLOCK]
+    return []
+
+
+async def _update(
+    tx: UnitOfWork,
+    move: Step,
+    where: list[ColumnElement[bool]],
+    values: dict[str, Any],
+    *,
+    any_status: bool = False,
+) -> Sequence[Row[Any]]:
+    """The move's one conditional UPDATE; the rows it moved (counted once committed)."""
+    assert move.source is not None
+    returning: list[Any] = list(proposals.c)
+    if move.sends_contract:
+        returning.append(repo.origin_trace())
+    stmt = (
+        update(proposals)
+        .where(*where)
+        .values(status=move.target.value, **values)
+        .returning(*returning)
+    )
+    if not any_status:
+        stmt = stmt.where(proposals.c.status == move.source.value)
+    stmt = stmt.where(*_clock(move))
+    rows = (await tx.conn.execute(stmt)).all()
+    for row in rows:
+        count_transition(tx, row.operation_kind, move.target)
+        observed = lifecycle_metrics.latency(row, move.target)
+        if observed is not None:
+            histogram, labels, seconds = observed
+            tx.after_commit(partial(_observe, histogram, labels, seconds))
+    return rows
+
+
+def _observe(histogram: Any, labels: dict[str, str], seconds: float) -> None:
+    histogram.labels(**labels).observe(seconds)
+
+
+async def _record(
+    ctx: Context,
+    tx: UnitOfWork,
+    move: Step,
+    rows: Sequence[Row[Any]],
+    actor: str,
+    detail: dict[str, Any],
+    causation_id: str | None,
+) -> None:
+    """The moved rows' audit rows and messages, derived from the move: one statement."""
+    if not rows:
+        return
+    entries: list[AuditEntry] = []
+    messages: list[Outgoing] = []
+    for row in rows:
+        noted = dict(detail)
+        if move.sends_contract:
+            signed, message = outbox.contract(ctx, row)
+            messages.append(message)
+            noted.update(contract_id=signed.contract_id, execute_by=signed.execute_by.isoformat())
+            if signed.approvers:  # an approval policy needed more than one person
+                noted["approvers"] = list(signed.approvers)
+        entries.append(AuditEntry(row.id, actor, move.action, move.source, move.target, noted))
+        messages.append(outbox.event(ctx, move.event, row, causation_id))
+    await outbox.enqueue(ctx, tx, messages, audit=entries)

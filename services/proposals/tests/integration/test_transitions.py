@@ -1,0 +1,262 @@
+"""The lifecycle table, walked on the real database through ``transitions.transition``.
+
+Every pair of statuses is tried: a move the table has works (the status, its audit row and its
+messages as ``domain.step`` says), every other raises ``IllegalTransition`` and writes nothing —
+no status, no audit row, no outbox row. The clock condition is part of the move: a person's move
+out of ``pending`` does not happen once the proposal has lapsed, expiry not before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from proposals_testdomain import build
+from proposals_testkit import enrol, proposal_request, proposer_token
+from signoff_contracts.ids import new_id
+from signoff_contracts.outcomes import Succeeded
+from signoff_contracts.status import TRANSITIONS, IllegalTransition, ProposalStatus
+from signoff_contracts.v1 import OutcomeReported
+from signoff_proposals.context import Context
+from signoff_proposals.decisions import decide
+from signoff_proposals.intake import store as intake
+from signoff_proposals.lifecycle import domain, transitions
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.outcomes import recording
+from signoff_runtime.tokens import issue_token
+from signoff_runtime.unit_of_work import unit_of_work
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+pytestmark = pytest.mark.integration
+S = ProposalStatus
+PAIRS = [(a, b) for a in S for b in S]
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def ctx(settings, engine, topology, members_table):
+    operations, directory = build()
+    return Context(
+        settings=settings,
+        engine=engine,
+        topology=topology,
+        operations=operations,
+        directory=directory,
+    )
+
+
+async def _proposal(ctx: Context, status: S, *, lapsed: bool = False) -> str:
+    """A proposal created through ``create``, then put in ``status`` (test set-up only)."""
+    new = repo.NewProposal(
+        proposal_id=new_id("prp"),
+        organization_id=new_id("org"),
+        requested_by=new_id("usr"),
+        conversation_id=None,
+        section="members",
+        resource_id=new_id("usr"),
+        operation_kind="points.grant",
+        contract_version=1,
+        request={"points": 5},
+        arguments={"user_id": "usr_1", "points": 5},
+        preview={"title": "Grant 5 points"},
+    )
+    async with unit_of_work(ctx.engine) as tx:
+        row = await transitions.create(
+            ctx, tx, new, timedelta(hours=1), detail={}, causation_id=new_id("msg")
+        )
+        assert row is not None
+        await tx.conn.execute(
+            text(
+                "UPDATE proposals.proposals SET status = :s, expires_at = CASE WHEN :lapsed "
+                "THEN now() - interval '1 second' ELSE expires_at END WHERE id = :i"
+            ),
+            {"s": status.value, "lapsed": lapsed, "i": row.id},
+        )
+    return row.id
+
+
+async def _written(ctx: Context, pid: str) -> tuple[str, list[Any], list[Any]]:
+    """The proposal's status, audit rows and outbox rows as they stand."""
+    async with ctx.engine.connect() as conn:
+        params = {"i": pid}
+        status = await conn.scalar(
+            text("SELECT status FROM proposals.proposals WHERE id = :i"), params
+        )
+        audit = list(
+            await conn.execute(
+                text("SELECT * FROM proposals.audit WHERE proposal_id = :i ORDER BY id"), params
+            )
+        )
+        sent = list(
+            await conn.execute(
+                text("SELECT * FROM proposals.outbox WHERE correlation_id = :i ORDER BY id"), params
+            )
+        )
+    return status, audit, sent
+
+
+def _values(target: S) -> dict[str, Any]:
+    """What a claim stores besides the status (the contract is built from it)."""
+    if target is not S.EXECUTING:
+        return {}
+    return {
+        "decided_by": "usr_approver",
+        "decided_at": repo.DB_CLOCK,
+        "contract_id": new_id("ctr"),
+        "execute_by": repo.DB_CLOCK + timedelta(minutes=5),
+    }
+
+
+@pytest.mark.parametrize(("source", "target"), PAIRS, ids=str)
+async def test_every_move_of_the_table_works_and_every_other_is_refused(ctx, source, target):
+    pid = await _proposal(ctx, source, lapsed=target is S.EXPIRED)
+    before = await _written(ctx, pid)
+
+    async def move() -> Any:
+        async with unit_of_work(ctx.engine) as tx:
+            return await transitions.transition(
+                ctx,
+                tx,
+                pid,
+                source=source,
+                target=target,
+                actor="usr_actor",
+                values=_values(target),
+                detail={"note": "walked"},
+            )
+
+    if target not in TRANSITIONS[source]:
+        with pytest.raises(IllegalTransition):
+            await move()
+        assert await _written(ctx, pid) == before  # nothing written
+        return
+
+    moved = await move()
+    assert moved is not None and moved.status == target.value
+    status, audit, sent = await _written(ctx, pid)
+    step = domain.step(source, target)
+    assert status == target.value
+    [entry] = audit[len(before[1]) :]
+    assert (entry.actor, entry.action, entry.from_status, entry.to_status) == (
+        "usr_actor",
+        step.action,
+        source.value,
+        target.value,
+    )
+    assert entry.detail["note"] == "walked"
+    new_messages = sent[len(before[2]) :]
+    expected = ["execution.contract"] if target is S.EXECUTING else []
+    expected.append("proposal.event")
+    assert [m.message_type for m in new_messages] == expected
+    event = json.loads(bytes(new_messages[-1].body))
+    assert (new_messages[-1].routing_key, event["event"]) == (f"proposal.{step.event}", step.event)
+    assert event["proposal"]["status"] == target.value
+    if target is S.EXECUTING:
+        contract = json.loads(bytes(new_messages[0].body))
+        assert contract["contract_id"] == entry.detail["contract_id"] == moved.contract_id
+
+
+@pytest.mark.parametrize("target", sorted(TRANSITIONS[S.PENDING] - {S.EXPIRED}), ids=str)
+async def test_a_persons_move_does_not_happen_once_the_proposal_has_lapsed(ctx, target):
+    pid = await _proposal(ctx, S.PENDING, lapsed=True)
+    before = await _written(ctx, pid)
+    async with unit_of_work(ctx.engine) as tx:
+        moved = await transitions.transition(
+            ctx, tx, pid, source=S.PENDING, target=target, actor="usr_a", values=_values(target)
+        )
+    assert moved is None
+    assert await _written(ctx, pid) == before
+
+
+async def test_expiry_does_not_happen_before_the_proposal_has_lapsed(ctx):
+    pid = await _proposal(ctx, S.PENDING)
+    before = await _written(ctx, pid)
+    async with unit_of_work(ctx.engine) as tx:
+        assert (
+            await transitions.transition(
+                ctx, tx, pid, source=S.PENDING, target=S.EXPIRED, actor="usr_a"
+            )
+            is None
+        )
+        assert await transitions.expire(ctx, tx, noticed_by="test", proposal_id=pid) == []
+    assert await _written(ctx, pid) == before
+
+
+async def test_a_move_from_a_status_the_row_no_longer_has_writes_nothing(ctx):
+    """The conditional UPDATE is the guard: the table allows pending → declined, the row is not
+    pending any more."""
+    pid = await _proposal(ctx, S.EXECUTING)
+    before = await _written(ctx, pid)
+    async with unit_of_work(ctx.engine) as tx:
+        assert (
+            await transitions.transition(
+                ctx, tx, pid, source=S.PENDING, target=S.DECLINED, actor="usr_a"
+            )
+            is None
+        )
+    assert await _written(ctx, pid) == before
+
+
+async def test_creation_is_audited_and_announced(ctx):
+    pid = await _proposal(ctx, S.PENDING)
+    status, [entry], [event] = await _written(ctx, pid)
+    assert (status, entry.action, entry.from_status, entry.to_status) == (
+        "pending",
+        "created",
+        None,
+        "pending",
+    )
+    assert event.routing_key == "proposal.created"
+
+
+@contextlib.contextmanager
+def _statements(engine: AsyncEngine) -> Iterator[list[str]]:
+    """The SQL statements sent on ``engine`` inside the block (each one round trip)."""
+    sent: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", count)
+    try:
+        yield sent
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", count)
+
+
+async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):
+    """Round trips on the hot paths: a claim is the proposal, the membership, the one UPDATE and
+    one statement of audit row + contract + event; an outcome is the inbox row with the lock, the
+    UPDATE, and audit row + event. (A performance budget: more is a regression.)"""
+    org = new_id("org")
+    proposed = await intake.store(
+        ctx, proposal_request(await proposer_token(ctx.engine, ctx.settings.auth, org))
+    )
+    assert proposed.proposal is not None
+    pid = proposed.proposal.id
+    approver = issue_token(ctx.settings.auth, await enrol(ctx.engine, org), org)
+
+    with _statements(ctx.engine) as claim:
+        async with unit_of_work(ctx.engine) as tx:
+            assert (await decide.approve(ctx, tx, approver, pid)).result == "claimed"
+    assert len(claim) == 4, claim
+
+    async with ctx.engine.connect() as conn:
+        contract_id = await conn.scalar(
+            text("SELECT contract_id FROM proposals.proposals WHERE id = :i"), {"i": pid}
+        )
+    report = OutcomeReported(
+        proposal_id=pid,
+        contract_id=contract_id,
+        operation_kind="points.grant",
+        outcome=Succeeded(result={}),
+        correlation_id=pid,
+    )
+    with _statements(ctx.engine) as outcome:
+        assert await recording.record(ctx, report)
+    assert len(outcome) == 3, outcome

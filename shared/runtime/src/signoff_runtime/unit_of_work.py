@@ -1,0 +1,118 @@
+"""The unit of work: one connection, one transaction, and what happens once it has committed.
+
+Every service's handler that writes opens one (``async with unit_of_work(engine) as uow``),
+does its work on ``uow.conn`` — the effect, its inbox row, its outbox rows — and leaves. The
+transaction commits on a clean exit and rolls back on an exception. What must wait for the commit
+(counting a metric, or, under ``SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX``, publishing directly) is
+registered with ``after_commit`` and runs only once the commit has answered: a rolled-back
+transaction counts nothing and publishes nothing.
+
+A connection lost during ``COMMIT`` leaves the result in doubt: the server may have committed
+before the connection broke. Retrying blindly could run an effect twice; giving up could report
+a failure that did not happen. A caller that can tell passes ``landed``, which asks the database
+on a fresh connection whether the transaction did commit (the executor re-reads the contract's
+``executions`` row, which commits with everything else):
+
+- it did → carry on as if the commit had answered (the after-commit actions run);
+- it did not, or the database cannot be asked → raise the commit's error: ``settle`` requeues
+  the delivery, and whoever handles the redelivery reads the row first and finds the truth there.
+
+``run`` is the same for a body whose result says what its commit must have left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from signoff_runtime.metrics import COMMITS_IN_DOUBT
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+AfterCommit = Callable[[], Awaitable[None] | None]
+Landed = Callable[[AsyncConnection], Awaitable[bool]]
+
+
+@dataclass(eq=False)
+class UnitOfWork:
+    """The transaction's connection, and the actions to run once it has committed."""
+
+    conn: AsyncConnection
+    _after: list[AfterCommit] = field(default_factory=list)
+
+    def after_commit(self, action: AfterCommit) -> None:
+        """Run ``action`` (a function, or a coroutine function) once the commit answered."""
+        self._after.append(action)
+
+    async def _committed(self) -> None:
+        for action in self._after:
+            done = action()
+            if inspect.isawaitable(done):
+                await done
+
+
+@contextlib.asynccontextmanager
+async def unit_of_work(
+    engine: AsyncEngine, *, landed: Landed | None = None
+) -> AsyncIterator[UnitOfWork]:
+    """One transaction on one connection; ``landed`` resolves an in-doubt commit."""
+    conn = await engine.connect()
+    commit_error: Exception | None = None
+    try:
+        transaction = await conn.begin()
+        uow = UnitOfWork(conn)
+        try:
+            yield uow
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await transaction.rollback()
+            raise
+        try:
+            await transaction.commit()
+        except Exception as exc:
+            commit_error = exc
+    finally:
+        with contextlib.suppress(Exception):
+            await conn.close()
+    # the broken connection is gone; the answer comes from a fresh one
+    if commit_error is not None and not (
+        landed is not None and await _landed(engine, landed, commit_error)
+    ):
+        raise commit_error
+    await uow._committed()
+
+
+async def run(
+    engine: AsyncEngine,
+    body: Callable[[AsyncConnection], Awaitable[T]],
+    landed: Callable[[AsyncConnection, T], Awaitable[bool]],
+) -> T:
+    """``body`` in a unit of work; an in-doubt commit is resolved by ``landed(conn, result)``."""
+    results: list[T] = []
+
+    async def probe(conn: AsyncConnection) -> bool:
+        return await landed(conn, results[0])
+
+    async with unit_of_work(engine, landed=probe) as uow:
+        results.append(await body(uow.conn))
+    return results[0]
+
+
+async def _landed(engine: AsyncEngine, landed: Landed, commit_error: Exception) -> bool:
+    try:
+        async with engine.connect() as conn:
+            did = await landed(conn)
+    except Exception as exc:
+        COMMITS_IN_DOUBT.labels(resolution="unknown").inc()
+        log.warning("commit.in_doubt_unresolved", error=repr(commit_error), probe=repr(exc))
+        return False
+    COMMITS_IN_DOUBT.labels(resolution="committed" if did else "rolled_back").inc()
+    log.warning("commit.in_doubt", error=repr(commit_error), committed=did)
+    return did
