@@ -50,3 +50,41 @@ def test_slack_blocks_hold_the_title_the_lines_and_the_card_link() -> None:
     assert body["blocks"][1]["fields"][0] == {"type": "mrkdwn", "text": "*order*\nord_1"}
     assert body["blocks"][-1]["elements"][0]["url"] == "https://signoff.example/proposals/prp_1"
     assert payloads.Summary.from_json(summary.as_json()) == summary
+
+
+def test_only_people_whose_approval_counts_are_asked() -> None:
+    from datetime import UTC, datetime
+
+    from signoff_contracts.roster import Contact
+    from signoff_contracts.v1 import ApprovalRequirement, ProposalView
+    from signoff_proposals.notifications.enqueue import counts
+
+    now = datetime.now(UTC)
+    view = ProposalView(
+        id="prp_1",
+        organization_id="org_1",
+        requested_by="usr_p",
+        section="members",
+        resource_id="usr_x",
+        operation_kind="points.grant",
+        contract_version=1,
+        preview={},
+        status="pending",
+        created_at=now,
+        expires_at=now,
+    )
+
+    def person(user: str, role: str) -> Contact:
+        return Contact(user_id=user, organization_id="org_1", role=role, email=f"{user}@x.test")
+
+    assert counts(person("usr_p", "admin"), view)  # no policy: whoever the operation allows
+    strict = view.model_copy(
+        update={
+            "requirement": ApprovalRequirement(
+                required=2, roles=["manager"], proposer_may_approve=False
+            )
+        }
+    )
+    assert not counts(person("usr_p", "manager"), strict)
+    assert not counts(person("usr_a", "admin"), strict)
+    assert counts(person("usr_m", "manager"), strict)

@@ -4,8 +4,9 @@ It records the event in the inbox and inserts its rows in one transaction, so a 
 event adds nothing; it sends nothing itself (``delivery`` does, outside any transaction), so a
 slow or failing endpoint never holds a consumer, let alone a decision. E-mail goes to the
 people who may approve a waiting proposal: the directory's ``Roster`` lists the organization's
-members and the operation's own ``authorize`` picks the approvers, minus anyone who turned
-notices off; a reminder row waits until shortly before the proposal expires.
+members, the operation's own ``authorize`` and the proposal's frozen approval policy (its roles,
+whether the proposer counts) pick the approvers, minus anyone who turned notices off; a
+reminder row waits until shortly before the proposal expires.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 
 from faststream.rabbit.message import RabbitMessage as Message
 from signoff_contracts.operations import Actor, Scope
-from signoff_contracts.roster import Roster
-from signoff_contracts.v1 import ProposalEvent, ReconciliationChecked
+from signoff_contracts.roster import Contact, Roster
+from signoff_contracts.v1 import ProposalEvent, ProposalView, ReconciliationChecked
 from signoff_runtime.inbox import first_delivery
 from signoff_runtime.registry import UnknownOperation
 from sqlalchemy import func, select
@@ -129,10 +130,21 @@ async def approvers(
         (c.user_id, c.email)
         for c in await ctx.directory.contacts(conn, view.organization_id)
         if c.user_id not in muted
+        and counts(c, view)
         and op.authorize(
             Actor(user_id=c.user_id, organization_id=c.organization_id, role=c.role), scope
         )
     ]
+
+
+def counts(contact: Contact, view: ProposalView) -> bool:
+    """Whether the proposal's frozen approval policy lets this person's approval count."""
+    need = view.requirement
+    if need is None:
+        return True
+    if not need.proposer_may_approve and contact.user_id == view.requested_by:
+        return False
+    return need.roles is None or contact.role in need.roles
 
 
 async def muted_people(conn: AsyncConnection, organization_id: str) -> set[str]:
