@@ -158,6 +158,21 @@ async def test_a_failing_endpoint_is_retried_then_dead_and_never_delays_a_decisi
     metrics = (await service.http.get("/metrics")).text
     assert 'signoff_notifications_failed_total{channel="webhook",dead="true"}' in metrics
 
+    # once the endpoint is fixed, a manager sends the dead one again: it arrives, signed
+    receiver.status, receiver.secret = 200, made["secret"]
+    dead_id = next(
+        d["id"] for d in log.json()["items"] if (d["status"], d["event"]) == ("dead", "created")
+    )
+    again = await service.http.post(
+        f"/v1/webhooks/{made['id']}/deliveries/{dead_id}/retry", headers=bearer(manager)
+    )
+    assert again.status_code == 200 and again.json()["status"] == "pending", again.text
+    await wait_until(lambda: _verified(receiver), what="the retried delivery")
+    twice = await service.http.post(
+        f"/v1/webhooks/{made['id']}/deliveries/{dead_id}/retry", headers=bearer(manager)
+    )
+    assert twice.status_code == 404  # no longer dead
+
 
 async def test_slack_format_carries_the_preview_lines_and_the_card_link(
     service: Harness, receiver: Receiver
@@ -275,6 +290,10 @@ async def _mails(mailbox: Mailbox, pid: str, n: int) -> bool:
 def _text(mail: Mail) -> str:
     body = mail.message.get_payload(decode=True)
     return body.decode() if isinstance(body, bytes) else ""
+
+
+async def _verified(receiver: Receiver) -> bool:
+    return any(r.verified and r.json()["type"] == "proposal.created" for r in receiver.got)
 
 
 async def _count(receiver: Receiver, n: int) -> list[Any] | None:

@@ -15,7 +15,7 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
 from signoff_contracts.ids import new_id
 from signoff_runtime.members import Caller, Reader
 from signoff_runtime.problems import Problem
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 
 from signoff_proposals.context import Context
@@ -149,6 +149,32 @@ def router(ctx: Context) -> APIRouter:
             .limit(LOG_SIZE)
         )
         return DeliveryPage(items=[_delivery(r._mapping) for r in rows])
+
+    @api.post(
+        "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry",
+        operation_id="retry_webhook_delivery",
+    )
+    async def retry_delivery(webhook_id: str, delivery_id: str, reader: Caller) -> Delivery:
+        """Send a dead delivery again (after the endpoint is fixed): attempts start over."""
+        manager(reader)
+        await _owned(reader, webhook_id)
+        number = delivery_id.removeprefix("dlv_")
+        async with ctx.engine.begin() as conn:
+            row = (
+                await conn.execute(
+                    update(deliveries)
+                    .where(
+                        deliveries.c.id == (int(number) if number.isdigit() else -1),
+                        deliveries.c.subscription_id == webhook_id,
+                        deliveries.c.status == "dead",
+                    )
+                    .values(status="pending", attempts=0, next_attempt_at=func.now())
+                    .returning(*deliveries.c)
+                )
+            ).first()
+        if row is None:
+            raise Problem(404, "not_found", "No dead delivery with this id.")
+        return _delivery(row._mapping)
 
     @api.get("/v1/notifications/preferences", operation_id="get_notification_preferences")
     async def get_preferences(reader: Caller) -> Preferences:
