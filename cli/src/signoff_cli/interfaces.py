@@ -59,6 +59,7 @@ CONSUMES: dict[str, tuple[Consumed, ...]] = {
         ),
         Consumed("proposals.outcomes", _types("OutcomeReported")),
         Consumed("proposals.reconciliation", _types("ReconciliationChecked")),
+        Consumed("proposals.notifications", _types("ProposalEvent")),
     ),
     "executor": (Consumed("executor.contracts", _types("ExecutionContract")),),
     "reconciler": (Consumed("reconciler.required", _types("ReconciliationRequired")),),

@@ -161,6 +161,7 @@ async def test_every_other_message_type_from_a_disallowed_user_is_dead_lettered(
     )
     approve = ApproveProposal(token="not-a-token", proposal_id=pid)
     event = {"type": "proposal.event", "message_id": new_id("msg")}
+    notified = {"type": "proposal.event", "message_id": new_id("msg")}
     forgeries: list[tuple[Role, str, str, str, bytes, str]] = [
         # (who, exchange, routing key, queue, body, message id)
         ("executor", "outcomes", "execution.reconciliation_checked", "proposals.reconciliation",
@@ -176,6 +177,8 @@ async def test_every_other_message_type_from_a_disallowed_user_is_dead_lettered(
          b"{}", new_id("msg")),
         ("cli", "replay", stack.topology.name("agent.events"), "agent.events",
          json.dumps(event).encode(), event["message_id"]),
+        ("cli", "replay", stack.topology.name("proposals.notifications"),
+         "proposals.notifications", json.dumps(notified).encode(), notified["message_id"]),
         ("proposals", "amq.default", stack.topology.name("reconciler.required"),
          "reconciler.required", required.model_dump_json().encode(), new_id("msg")),
     ]  # fmt: skip

@@ -18,6 +18,7 @@ from typing import Any
 
 import structlog
 from signoff_contracts.operations import Membership
+from signoff_contracts.roster import Contact
 from sqlalchemy import Row, Select, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -78,6 +79,16 @@ class ClubDirectory:
             _query().where(who).order_by(t.organizations.c.created_at, t.organizations.c.id)
         )
         return [_membership(row) for row in rows]
+
+    async def contacts(self, conn: AsyncConnection, organization_id: str) -> list[Contact]:
+        """Every member of the club with their address (the notifier's ``Roster``)."""
+        rows = await conn.execute(
+            select(*_COLUMNS, t.users.c.email)
+            .join_from(t.memberships, t.users, t.memberships.c.user_id == t.users.c.id)
+            .where(t.memberships.c.organization_id == organization_id)
+            .order_by(t.memberships.c.user_id)
+        )
+        return [Contact.model_validate(dict(row._mapping)) for row in rows]
 
     async def authenticate(
         self,

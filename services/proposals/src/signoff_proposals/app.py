@@ -1,8 +1,9 @@
 """Wiring: the FastAPI application whose lifespan runs the consumers and the loops.
 
-One process holds the HTTP API, five AMQP consumers (proposal requests, approval commands,
-pause-point requests, outcomes, reconciliation checks) and five loops (the outbox relay, the
-state gauge, the expiry sweep, the stuck-execution sweep, the event streams' ``LISTEN``). Every
+One process holds the HTTP API, six AMQP consumers (proposal requests, approval commands,
+pause-point requests, outcomes, reconciliation checks, the notifier's proposal events) and six
+loops (the outbox relay, the state gauge, the expiry sweep, the stuck-execution sweep, the event
+streams' ``LISTEN``, the notifications' delivery loop). Every
 part is safe to run in several replicas: claims are conditional UPDATEs, sweeps and the relay
 take rows with ``SKIP LOCKED``.
 """
@@ -32,6 +33,8 @@ from signoff_proposals.api import proposals as proposal_reads
 from signoff_proposals.context import Context, load_domain
 from signoff_proposals.decisions import routes as decision_routes
 from signoff_proposals.lifecycle import metrics as lifecycle_metrics
+from signoff_proposals.notifications import delivery as notification_delivery
+from signoff_proposals.notifications import routes as notification_routes
 from signoff_proposals.outcomes import routes as outcome_routes
 from signoff_proposals.pause_points import routes as pause_point_routes
 from signoff_proposals.policies import routes as policy_routes
@@ -78,7 +81,8 @@ def create_app(
     Members(settings.auth, people, runtime.engine, PROPOSALS_AUDIENCE).install(app)
     app.state.runtime = runtime
     app.include_router(proposal_reads.router(ctx, hub))
-    for feature in (decision_routes, pause_point_routes, outcome_routes, policy_routes):
+    features = (decision_routes, pause_point_routes, outcome_routes, policy_routes)
+    for feature in (*features, notification_routes):
         app.include_router(feature.router(ctx))
     app.include_router(events.router(ctx, hub))
     install_standard_routes(app, {"db": runtime.db_ok, "broker": runtime.broker_ok}, settings)
@@ -102,9 +106,12 @@ def _loops(ctx: Context, runtime: Runtime) -> list[sweeps.Loop]:
     async def state_gauge() -> None:
         await lifecycle_metrics.refresh_states(runtime.engine)
 
+    notifier = notification_delivery.Notifier(runtime.engine, ctx.settings.notify)
+
     return [
         outbox_relay,
         state_gauge,
+        notifier.run,
         sweeps.every(
             "expiry_sweep",
             group.expiry_interval_s,

@@ -32,6 +32,7 @@ from signoff_runtime.senders import Senders, broker_user
 from signoff_proposals.context import Context
 from signoff_proposals.decisions import handlers as decision_handlers
 from signoff_proposals.intake import handlers as intake_handlers
+from signoff_proposals.notifications import enqueue as notification_handlers
 from signoff_proposals.outcomes import handlers as outcome_handlers
 from signoff_proposals.pause_points import handlers as pause_point_handlers
 from signoff_proposals.rejections import rejecting
@@ -54,9 +55,14 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
     for key, answer in answered.items():
         consume(key, _answering(ctx, broker, key, answer))
     consume("proposals.outcomes", lambda msg: outcome_handlers.outcome(ctx, msg))
-    consume(
-        "proposals.reconciliation", lambda msg: outcome_handlers.reconciliation_checked(ctx, msg)
-    )
+    consume("proposals.reconciliation", lambda msg: _checked(ctx, msg))
+    consume("proposals.notifications", lambda msg: notification_handlers.on_event(ctx, msg))
+
+
+async def _checked(ctx: Context, msg: Message) -> None:
+    """Record the check, then notify of an escalation (each idempotent: a retry redoes neither)."""
+    await outcome_handlers.reconciliation_checked(ctx, msg)
+    await notification_handlers.on_reconciliation_checked(ctx, msg)
 
 
 def _answering(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, model_validator
 from signoff_runtime.settings import ContractSigningSettings, ServiceSettings
 
+from signoff_proposals.notifications.settings import NotifyGroup
+
 
 class ProposalsGroup(BaseModel):
     host: str = "127.0.0.1"
@@ -49,6 +51,8 @@ class ProposalsSettings(ServiceSettings):
     proposals: ProposalsGroup = ProposalsGroup()
     #: the contract signing key: this service alone holds it
     contracts: ContractSigningSettings = ContractSigningSettings()
+    #: webhooks and e-mail notices (``SIGNOFF_NOTIFY__*``, ``notifications``)
+    notify: NotifyGroup = NotifyGroup()
 
     @model_validator(mode="after")
     def _test_plugin_only_in_tests(self) -> ProposalsSettings:

@@ -27,6 +27,7 @@ from signoff_contracts.operations import (
     Scope,
 )
 from signoff_contracts.reasons import Reason
+from signoff_contracts.roster import Contact
 from signoff_runtime.registry import Operations
 from sqlalchemy import text
 
@@ -164,6 +165,25 @@ class TableDirectory:
         )
         return [
             Membership(user_id=user_id, organization_id=r.organization_id, role=r.role)
+            for r in rows
+        ]
+
+    async def contacts(self, conn: Any, organization_id: str) -> list[Contact]:
+        """Every member, reached at ``<user_id>@example.test``."""
+        rows = await conn.execute(
+            text(
+                "SELECT user_id, role FROM proposals_testing.members "
+                "WHERE organization_id = :o ORDER BY user_id"
+            ),
+            {"o": organization_id},
+        )
+        return [
+            Contact(
+                user_id=r.user_id,
+                organization_id=organization_id,
+                role=r.role,
+                email=f"{r.user_id}@example.test",
+            )
             for r in rows
         ]
 

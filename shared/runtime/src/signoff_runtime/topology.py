@@ -86,6 +86,14 @@ QUEUES: tuple[QueueSpec, ...] = (
         senders=("reconciler",),
     ),
     QueueSpec(
+        "proposals.notifications",
+        "events",
+        "proposal.#",
+        "turn proposal events into webhook and e-mail deliveries",
+        consumer="proposals",
+        senders=("proposals",),
+    ),
+    QueueSpec(
         "executor.contracts",
         "contracts",
         "execution.contract",

@@ -1,0 +1,181 @@
+"""The ``proposals.notifications`` consumer: one proposal event in, delivery rows out.
+
+It records the event in the inbox and inserts its rows in one transaction, so a redelivered
+event adds nothing; it sends nothing itself (``delivery`` does, outside any transaction), so a
+slow or failing endpoint never holds a consumer, let alone a decision. E-mail goes to the
+people who may approve a waiting proposal: the directory's ``Roster`` lists the organization's
+members, the operation's own ``authorize`` and the proposal's frozen approval policy (its roles,
+whether the proposer counts) pick the approvers, minus anyone who turned notices off; a
+reminder row waits until shortly before the proposal expires.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from faststream.rabbit.message import RabbitMessage as Message
+from signoff_contracts.operations import Actor, Scope
+from signoff_contracts.roster import Contact, Roster
+from signoff_contracts.v1 import ProposalEvent, ProposalView, ReconciliationChecked
+from signoff_runtime.inbox import first_delivery
+from signoff_runtime.registry import UnknownOperation
+from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from signoff_proposals.context import Context
+from signoff_proposals.lifecycle import repository
+from signoff_proposals.notifications.payloads import Summary, summarize, summary_of
+from signoff_proposals.notifications.tables import deliveries, preferences, subscriptions
+from signoff_proposals.tables import inbox
+
+
+async def on_event(ctx: Context, msg: Message) -> None:
+    event = ProposalEvent.model_validate_json(msg.body)
+    summary = summarize(event, ctx.operations, ctx.settings.notify.web_url)
+    async with ctx.engine.begin() as conn:
+        if not await first_delivery(conn, inbox, f"notify:{event.message_id}"):
+            return
+        rows = await _webhook_rows(conn, summary)
+        if event.event == "created" and ctx.settings.notify.email_enabled:
+            rows += await _email_rows(ctx, conn, event, summary)
+        if rows:
+            await conn.execute(
+                insert(deliveries).values(rows).on_conflict_do_nothing(index_elements=["dedup_key"])
+            )
+
+
+async def on_reconciliation_checked(ctx: Context, msg: Message) -> None:
+    """An uncertain attempt past the reconciler's escalation bound: ``escalated`` webhooks, once
+    per attempt (the check itself was recorded by ``outcomes`` just before)."""
+    check = ReconciliationChecked.model_validate_json(msg.body)
+    if not check.escalated:
+        return
+    async with ctx.engine.begin() as conn:
+        row = await repository.get(conn, check.proposal_id)
+        key = f"notify:escalated:{check.proposal_id}:{check.attempt_id}"
+        if row is None or not await first_delivery(conn, inbox, key):
+            return
+        summary = summary_of(
+            repository.view(row),
+            "escalated",
+            check.occurred_at,
+            key,
+            ctx.operations,
+            ctx.settings.notify.web_url,
+        )
+        rows = await _webhook_rows(conn, summary)
+        if rows:
+            await conn.execute(
+                insert(deliveries).values(rows).on_conflict_do_nothing(index_elements=["dedup_key"])
+            )
+
+
+async def _webhook_rows(conn: AsyncConnection, summary: Summary) -> list[dict[str, Any]]:
+    found = await conn.execute(
+        select(subscriptions.c.id).where(
+            subscriptions.c.organization_id == summary.organization_id,
+            subscriptions.c.events.contains([summary.event]),
+        )
+    )
+    return [
+        _row(summary, "webhook", f"{summary.message_id}:{sub_id}", subscription_id=sub_id)
+        for (sub_id,) in found
+    ]
+
+
+async def _email_rows(
+    ctx: Context, conn: AsyncConnection, event: ProposalEvent, summary: Summary
+) -> list[dict[str, Any]]:
+    recipients = await approvers(ctx, conn, event)
+    rows = [
+        _row(summary, "email", f"{summary.message_id}:notice:{user}", recipient=user, email=address)
+        for user, address in recipients
+    ]
+    lead = timedelta(seconds=ctx.settings.notify.reminder_before_s)
+    remind_at = event.proposal.expires_at - lead
+    if lead and remind_at > datetime.now(UTC):
+        rows += [
+            _row(
+                summary,
+                "email",
+                f"{summary.message_id}:reminder:{user}",
+                recipient=user,
+                email=address,
+                kind="reminder",
+                at=remind_at,
+            )
+            for user, address in recipients
+        ]
+    return rows
+
+
+async def approvers(
+    ctx: Context, conn: AsyncConnection, event: ProposalEvent
+) -> list[tuple[str, str]]:
+    """``(user_id, address)`` of each member who may approve and has not turned notices off."""
+    view = event.proposal
+    if not isinstance(ctx.directory, Roster):
+        return []
+    try:
+        op = ctx.operations.get(view.operation_kind, view.contract_version)
+    except UnknownOperation:
+        return []
+    scope = Scope(
+        organization_id=view.organization_id, section=view.section, resource_id=view.resource_id
+    )
+    muted = await muted_people(conn, view.organization_id)
+    return [
+        (c.user_id, c.email)
+        for c in await ctx.directory.contacts(conn, view.organization_id)
+        if c.user_id not in muted
+        and counts(c, view)
+        and op.authorize(
+            Actor(user_id=c.user_id, organization_id=c.organization_id, role=c.role), scope
+        )
+    ]
+
+
+def counts(contact: Contact, view: ProposalView) -> bool:
+    """Whether the proposal's frozen approval policy lets this person's approval count."""
+    need = view.requirement
+    if need is None:
+        return True
+    if not need.proposer_may_approve and contact.user_id == view.requested_by:
+        return False
+    return need.roles is None or contact.role in need.roles
+
+
+async def muted_people(conn: AsyncConnection, organization_id: str) -> set[str]:
+    rows = await conn.execute(
+        select(preferences.c.user_id).where(
+            preferences.c.organization_id == organization_id, preferences.c.email.is_(False)
+        )
+    )
+    return {user for (user,) in rows}
+
+
+def _row(
+    summary: Summary,
+    channel: str,
+    dedup_key: str,
+    *,
+    subscription_id: str | None = None,
+    recipient: str | None = None,
+    email: str | None = None,
+    kind: str | None = None,
+    at: datetime | None = None,
+) -> dict[str, Any]:
+    payload = {**summary.as_json(), "kind": kind or summary.event, "email": email}
+    return {
+        "dedup_key": dedup_key,
+        "organization_id": summary.organization_id,
+        "proposal_id": summary.proposal_id,
+        "event": kind or summary.event,
+        "channel": channel,
+        "subscription_id": subscription_id,
+        "recipient": recipient,
+        "payload": payload,
+        "next_attempt_at": at if at is not None else func.now(),
+    }

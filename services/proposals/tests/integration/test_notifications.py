@@ -1,0 +1,326 @@
+"""Notifications: signed webhooks, retries and the dead state, a restart, Slack blocks, e-mail.
+
+Everything real: the service in-process on the test's PostgreSQL and RabbitMQ, a webhook
+receiver on a local socket that verifies each signature, and ``aiosmtpd`` as the mail server.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from faststream.rabbit import RabbitBroker
+from notify_receivers import Mail, Mailbox, Receiver
+from proposals_testdomain import build
+from proposals_testkit import Harness, forget_unsent_outbox
+from signoff_contracts.ids import new_id
+from signoff_contracts.v1 import ReconciliationChecked
+from signoff_proposals.app import create_app
+from signoff_proposals.notifications import signing
+from signoff_proposals.notifications.settings import NotifyGroup
+from signoff_proposals.settings import ProposalsSettings
+from signoff_runtime.settings import broker_user
+from signoff_runtime.testing import never, wait_until
+from signoff_runtime.testing.processes import free_port
+from signoff_runtime.topology import ROUTING_KEYS, Topology
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+pytestmark = pytest.mark.integration
+
+WEB = "http://web.test"
+ATTEMPTS = 3
+
+
+@pytest.fixture
+def mailbox() -> Iterator[Mailbox]:
+    with Mailbox(free_port()) as box:
+        yield box
+
+
+@pytest.fixture
+def settings(settings: ProposalsSettings, mailbox: Mailbox) -> ProposalsSettings:
+    notify = NotifyGroup(
+        web_url=WEB,
+        smtp_port=mailbox.controller.port,
+        interval_s=0.05,
+        backoff_base_s=0.1,
+        max_attempts=ATTEMPTS,
+        send_timeout_s=2.0,
+        # the test operation's proposals live an hour: the reminder is due two seconds in
+        reminder_before_s=3600 - 2,
+    )
+    return settings.model_copy(update={"notify": notify})
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def receiver() -> AsyncIterator[Receiver]:
+    found = Receiver()
+    yield found
+    await found.stop()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def subscribe(
+    service: Harness, org: str, url: str, *, events: list[str], fmt: str = "signoff"
+) -> dict[str, Any]:
+    manager = await service.approver(org, "manager")
+    made = await service.http.post(
+        "/v1/webhooks", json={"url": url, "format": fmt, "events": events}, headers=bearer(manager)
+    )
+    assert made.status_code == 201, made.text
+    return dict(made.json())
+
+
+async def deliveries(service: Harness, org: str) -> list[Any]:
+    async with service.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "SELECT * FROM proposals.notification_deliveries "
+                "WHERE organization_id = :o ORDER BY id"
+            ),
+            {"o": org},
+        )
+        return list(rows)
+
+
+async def test_a_receiver_verifies_each_signed_event_and_only_managers_subscribe(
+    service: Harness, receiver: Receiver
+) -> None:
+    org = new_id("org")
+    await receiver.start()
+    made = await subscribe(service, org, f"{receiver.url}/hook", events=["created", "decided"])
+    receiver.secret = made["secret"]
+    assert made["secret"].startswith("whsec_")
+
+    pid = await service.pending(org)
+    manager = await service.approver(org, "manager")
+    declined = await service.http.post(f"/v1/proposals/{pid}/decline", headers=bearer(manager))
+    assert declined.status_code == 200, declined.text
+
+    await wait_until(lambda: _count(receiver, 2), what="two deliveries")
+    created, decided = sorted(receiver.got, key=lambda r: r.json()["status"] != "pending")
+    assert all(r.verified for r in receiver.got)
+    assert created.json()["type"] == "proposal.created"
+    assert created.json()["title"] == "Grant 5 points"
+    assert created.json()["url"] == f"{WEB}/proposals/{pid}"
+    assert decided.headers["signoff-event"] == "proposal.decided"
+    # the receiver's check fails for a tampered body, a wrong secret and an old timestamp
+    header = created.headers["signoff-signature"]
+    assert not signing.verify(made["secret"], header, created.body + b" ", _now(header))
+    assert not signing.verify("whsec_other", header, created.body, _now(header))
+    assert not signing.verify(made["secret"], header, created.body, _now(header) + 301)
+
+    # the secret is shown once; a viewer may not subscribe; another organization sees nothing
+    listed = await service.http.get("/v1/webhooks", headers=bearer(manager))
+    assert [w["id"] for w in listed.json()["items"]] == [made["id"]]
+    assert "secret" not in listed.json()["items"][0]
+    viewer = service.token(await service.member(org, "viewer"), org)
+    refused = await service.http.post(
+        "/v1/webhooks", json={"url": receiver.url, "events": ["created"]}, headers=bearer(viewer)
+    )
+    assert refused.status_code == 403
+    stranger_org = new_id("org")
+    stranger = await service.approver(stranger_org, "manager")
+    hidden = await service.http.get(f"/v1/webhooks/{made['id']}", headers=bearer(stranger))
+    assert hidden.status_code == 404
+
+
+async def test_a_failing_endpoint_is_retried_then_dead_and_never_delays_a_decision(
+    service: Harness, receiver: Receiver
+) -> None:
+    org = new_id("org")
+    receiver.status = 500
+    await receiver.start()
+    made = await subscribe(service, org, receiver.url, events=["created", "decided"])
+
+    pid = await service.pending(org)
+    dead = await wait_until(
+        lambda: _with_status(service, org, "dead"), timeout=20, what="a dead delivery"
+    )
+    assert dead[0].attempts == ATTEMPTS and dead[0].last_error == "HTTP 500"
+    assert len([r for r in receiver.got if r.json()["type"] == "proposal.created"]) == ATTEMPTS
+
+    # the decision answers at once whatever the endpoint does (it is not in its path at all)
+    manager = await service.approver(org, "manager")
+    declined = await service.http.post(f"/v1/proposals/{pid}/decline", headers=bearer(manager))
+    assert declined.status_code == 200
+    log = await service.http.get(f"/v1/webhooks/{made['id']}/deliveries", headers=bearer(manager))
+    assert "dead" in [d["status"] for d in log.json()["items"]]
+    metrics = (await service.http.get("/metrics")).text
+    assert 'signoff_notifications_failed_total{channel="webhook",dead="true"}' in metrics
+
+    # once the endpoint is fixed, a manager sends the dead one again: it arrives, signed
+    receiver.status, receiver.secret = 200, made["secret"]
+    dead_id = next(
+        d["id"] for d in log.json()["items"] if (d["status"], d["event"]) == ("dead", "created")
+    )
+    again = await service.http.post(
+        f"/v1/webhooks/{made['id']}/deliveries/{dead_id}/retry", headers=bearer(manager)
+    )
+    assert again.status_code == 200 and again.json()["status"] == "pending", again.text
+    await wait_until(lambda: _verified(receiver), what="the retried delivery")
+    twice = await service.http.post(
+        f"/v1/webhooks/{made['id']}/deliveries/{dead_id}/retry", headers=bearer(manager)
+    )
+    assert twice.status_code == 404  # no longer dead
+
+
+async def test_slack_format_carries_the_preview_lines_and_the_card_link(
+    service: Harness, receiver: Receiver
+) -> None:
+    org = new_id("org")
+    await receiver.start()
+    made = await subscribe(service, org, receiver.url, events=["created"], fmt="slack")
+    receiver.secret = made["secret"]
+    pid = await service.pending(org, resource_id="usr_alice")
+
+    got = (await wait_until(lambda: _count(receiver, 1), what="the slack message"))[0]
+    assert got.verified
+    body = got.json()
+    assert body["text"] == "Waiting for approval: Grant 5 points"
+    fields = next(b for b in body["blocks"] if "fields" in b)["fields"]
+    assert fields == [{"type": "mrkdwn", "text": "*member*\nusr_alice"}]
+    button = next(b for b in body["blocks"] if b["type"] == "actions")["elements"][0]
+    assert button["url"] == f"{WEB}/proposals/{pid}"
+
+
+async def test_an_escalation_is_posted_once_per_attempt(
+    service: Harness, receiver: Receiver
+) -> None:
+    org = new_id("org")
+    await receiver.start()
+    made = await subscribe(service, org, receiver.url, events=["escalated"])
+    receiver.secret = made["secret"]
+    pid = await service.pending(org)
+    for number in (1, 2):  # every check past the bound says "escalated": one notice
+        check = ReconciliationChecked(
+            proposal_id=pid,
+            attempt_id="att_1",
+            check=number,
+            result="pending",
+            escalated=True,
+            correlation_id=pid,
+            source="reconciler",
+        )
+        await service.broker.publish(
+            check.model_dump_json().encode(),
+            exchange=service.topology.name("outcomes"),
+            routing_key=ROUTING_KEYS["proposals.reconciliation"],
+            persist=True,
+            message_id=check.message_id,
+            user_id=service.user_id,
+        )
+    got = (await wait_until(lambda: _count(receiver, 1), what="the escalation"))[0]
+    assert got.verified and got.json()["type"] == "proposal.escalated"
+    assert got.json()["proposal_id"] == pid
+    await never(lambda: _count(receiver, 2), within=1.0, what="a second escalation notice")
+
+
+async def test_nothing_is_lost_across_a_restart_of_the_notifier(
+    settings: ProposalsSettings,
+    engine: AsyncEngine,
+    members_table: None,
+    amqp: RabbitBroker,
+    topology: Topology,
+    receiver: Receiver,
+) -> None:
+    org = new_id("org")
+    await forget_unsent_outbox(engine)
+    patient = settings.notify.model_copy(update={"max_attempts": 20, "backoff_base_s": 0.5})
+    settings = settings.model_copy(update={"notify": patient})
+    # the receiver is down (its socket does not listen) while the first process runs
+    async with _running(settings, engine, amqp, topology) as first:
+        made = await subscribe(first, org, receiver.url, events=["created"])
+        receiver.secret = made["secret"]
+        await first.pending(org)
+        await wait_until(lambda: _with_status(first, org, "pending", tried=True))
+    # the first process is gone; the receiver comes up; a new process delivers what was left
+    await receiver.start()
+    async with _running(settings, engine, amqp, topology) as second:
+        await wait_until(lambda: _count(receiver, 1), timeout=20, what="the delivery")
+        await wait_until(lambda: _with_status(second, org, "sent"), what="a sent row")
+    assert [r.verified for r in receiver.got] == [True]
+
+
+async def test_email_reaches_the_approvers_who_want_it_with_a_link_and_a_reminder(
+    service: Harness, mailbox: Mailbox
+) -> None:
+    org = new_id("org")
+    admin = await service.member(org, "admin")
+    manager = await service.member(org, "manager")
+    await service.member(org, "viewer")
+    muted = await service.member(org, "manager")
+    off = await service.http.put(
+        "/v1/notifications/preferences",
+        json={"email": False},
+        headers=bearer(service.token(muted, org)),
+    )
+    assert off.json() == {"email": False}
+    mine = await service.http.get(
+        "/v1/notifications/preferences", headers=bearer(service.token(muted, org))
+    )
+    assert mine.json() == {"email": False}
+    proposer = await service.member(org, "admin")
+
+    pid = await service.pending(org, token=service.token(proposer, org))
+    wanted = {f"{u}@example.test" for u in (admin, manager, proposer)}
+    await wait_until(lambda: _mails(mailbox, pid, 2 * len(wanted)), timeout=20, what="mails")
+
+    mails = [m for m in mailbox.mails if pid in _text(m)]
+    assert sorted(r for m in mails for r in m.recipients) == sorted([*wanted, *wanted])
+    notices = [m for m in mails if "Waiting for approval" in m.message["Subject"]]
+    assert {m.recipients[0] for m in notices} == wanted
+    link = re.search(r"https?://\S+", _text(notices[0]))
+    assert link is not None and link.group(0) == f"{WEB}/proposals/{pid}"
+
+
+async def _mails(mailbox: Mailbox, pid: str, n: int) -> bool:
+    return len([m for m in mailbox.mails if pid in _text(m)]) >= n
+
+
+def _text(mail: Mail) -> str:
+    body = mail.message.get_payload(decode=True)
+    return body.decode() if isinstance(body, bytes) else ""
+
+
+async def _verified(receiver: Receiver) -> bool:
+    return any(r.verified and r.json()["type"] == "proposal.created" for r in receiver.got)
+
+
+async def _count(receiver: Receiver, n: int) -> list[Any] | None:
+    return receiver.got if len(receiver.got) >= n else None
+
+
+async def _with_status(
+    service: Harness, org: str, status: str, *, tried: bool = False
+) -> list[Any] | None:
+    rows = [r for r in await deliveries(service, org) if r.status == status]
+    return [r for r in rows if r.last_error] or None if tried else rows or None
+
+
+def _now(header: str) -> int:
+    return int(header.split(",")[0].removeprefix("t="))
+
+
+@asynccontextmanager
+async def _running(
+    settings: ProposalsSettings, engine: AsyncEngine, amqp: RabbitBroker, topology: Topology
+) -> AsyncIterator[Harness]:
+    operations, directory = build()
+    app = create_app(settings, operations, directory)
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://proposals"
+        ) as http:
+            yield Harness(
+                engine, amqp, topology, http, settings.auth, broker_user(settings.amqp.url)
+            )
