@@ -32,8 +32,17 @@ from test_lifecycle import REFUND, refund_request
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-ORDER = ("migrate", "seed", "provider", "model", "proposals", "executor", "reconciler", "agent")
-ORDER += ("web",)
+ORDER: tuple[str, ...] = (
+    "migrate",
+    "seed",
+    "provider",
+    "model",
+    "proposals",
+    "executor",
+    "reconciler",
+    "agent",
+    "web",
+)
 ONE_SHOTS = {"migrate", "seed"}
 
 

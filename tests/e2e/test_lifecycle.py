@@ -6,8 +6,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from e2e_stack import SERVICES, Stack
+from e2e_stack import Stack
 from signoff_runtime.testing import wait_until
+from signoff_runtime.testing.processes import SERVICES
 from sqlalchemy import text
 
 pytestmark = pytest.mark.e2e

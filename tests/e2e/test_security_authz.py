@@ -127,6 +127,56 @@ TABLE: dict[tuple[str, str], Rule] = {
     ("GET", "/v1/pause-points/{pause_point_id}"): Rule(
         "proposals", False, lambda w: f"/v1/pause-points/{w['pause_point']}"
     ),
+    # the operations catalogue: B's manager sees B's own (it names no organization's records)
+    ("GET", "/v1/operations"): Rule("agent", False, lambda w: "/v1/operations", other=200),
+    ("GET", "/v1/operations/{kind}"): Rule(
+        "agent", False, lambda w: f"/v1/operations/{REFUND}", other=200
+    ),
+    # one proposal's changes, streamed: another organization's proposal is a 404 before any line
+    ("GET", "/v1/proposals/{proposal_id}/events"): Rule(
+        "proposals", False, lambda w: f"/v1/proposals/{w['proposal']}/events", stream=True
+    ),
+    # approval policies: each organization reads and sets its own (B's manager: B's policy)
+    ("GET", "/v1/policies"): Rule("proposals", False, lambda w: "/v1/policies", other=200),
+    ("GET", "/v1/policies/{kind}"): Rule(
+        "proposals", False, lambda w: f"/v1/policies/{REFUND}", other=200
+    ),
+    ("PUT", "/v1/policies/{kind}"): Rule(
+        "proposals", True, lambda w: f"/v1/policies/{REFUND}", lambda w: {"rules": []}, other=200
+    ),
+    # webhooks: each organization its own; A's webhook is as unknown to B as a made-up id
+    ("GET", "/v1/webhooks"): Rule("proposals", False, lambda w: "/v1/webhooks", other=200),
+    ("POST", "/v1/webhooks"): Rule(
+        "proposals",
+        True,
+        lambda w: "/v1/webhooks",
+        lambda w: {"url": "https://hooks.example.org/b", "events": ["created"]},
+        other=201,
+    ),
+    ("GET", "/v1/webhooks/{webhook_id}"): Rule(
+        "proposals", False, lambda w: f"/v1/webhooks/{w['webhook']}"
+    ),
+    ("DELETE", "/v1/webhooks/{webhook_id}"): Rule(
+        "proposals", True, lambda w: f"/v1/webhooks/{w['webhook']}"
+    ),
+    ("GET", "/v1/webhooks/{webhook_id}/deliveries"): Rule(
+        "proposals", False, lambda w: f"/v1/webhooks/{w['webhook']}/deliveries"
+    ),
+    ("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry"): Rule(
+        "proposals", True, lambda w: f"/v1/webhooks/{w['webhook']}/deliveries/dlv_1/retry"
+    ),
+    # notice preferences: each person's own (a viewer may turn theirs off)
+    ("GET", "/v1/notifications/preferences"): Rule(
+        "proposals", False, lambda w: "/v1/notifications/preferences", other=200
+    ),
+    ("PUT", "/v1/notifications/preferences"): Rule(
+        "proposals",
+        True,
+        lambda w: "/v1/notifications/preferences",
+        lambda w: {"email": True},
+        other=200,
+        viewer=200,
+    ),
     ("POST", "/v1/pause-points/{pause_point_id}/resolve"): Rule(
         "proposals",
         True,
@@ -180,6 +230,12 @@ async def world(stack: Stack) -> dict[str, Any]:
         headers=stack.auth(manager),
     )
     assert opened.status_code == 201, opened.text
+    hooked = await stack.http.post(
+        f"{stack.url('proposals')}/v1/webhooks",
+        json={"url": "https://hooks.example.org/a", "events": ["created"]},
+        headers=stack.auth(manager),
+    )
+    assert hooked.status_code == 201, hooked.text
     return {
         "a": a,
         "b": b,
@@ -190,6 +246,7 @@ async def world(stack: Stack) -> dict[str, Any]:
         "proposal": proposed.json()["proposal"]["id"],
         "conversation": opened.json()["id"],
         "pause_point": new_id("pp"),
+        "webhook": hooked.json()["id"],
     }
 
 

@@ -42,7 +42,9 @@ def chains(spans: list[Span]) -> list[list[str]]:
     by_id = {s.span_id: s for s in spans}
     out = []
     for leaf in spans:
-        services, span, seen = [], leaf, set()
+        services: list[str] = []
+        span: Span | None = leaf
+        seen: set[str] = set()
         while span is not None and span.span_id not in seen:
             seen.add(span.span_id)
             if not services or services[-1] != span.service:

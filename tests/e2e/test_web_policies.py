@@ -12,11 +12,9 @@ from e2e_stack import Stack
 from policies_kit import add_manager, set_policy
 from signoff_runtime.testing.processes import ServiceProcess
 from test_lifecycle import propose_refund
-from web_kit import ARGS, CHROMIUM, WAIT_MS, new_tab, skip_without_chromium
+from web_kit import ARGS, CHROMIUM, WAIT_MS, browser_api, new_tab
 
-playwright_api = pytest.importorskip("playwright.async_api")
-
-skip_without_chromium()
+playwright_api = browser_api()
 
 pytestmark = pytest.mark.e2e
 expect = playwright_api.expect

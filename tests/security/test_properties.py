@@ -36,9 +36,10 @@ def _kit_tests(root: Path) -> dict[str, list[str]]:
         }
         for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
             for stmt in cls.body:
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+                if not isinstance(stmt, ast.Assign):
+                    continue
                 if (
-                    any(isinstance(t, ast.Name) and t.id == "operation" for t in targets)
+                    any(isinstance(t, ast.Name) and t.id == "operation" for t in stmt.targets)
                     and isinstance(stmt.value, ast.Name)
                     and stmt.value.id in imported
                 ):

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import FunctionTool
+from agents import FunctionTool, Tool
 from agents.tool_context import ToolContext
 
 from signoff_client.client import AsyncSignoffClient
@@ -51,7 +51,8 @@ class SignoffTools:
     """The function tools, and the proposals they stored (oldest first)."""
 
     client: AsyncSignoffClient
-    tools: list[FunctionTool] = field(default_factory=list)
+    #: ``agents.Tool`` (not ``FunctionTool``): an ``Agent(tools=…)`` takes the list as it is
+    tools: list[Tool] = field(default_factory=list)
     proposed: list[str] = field(default_factory=list)
 
     async def handback(self, proposal_id: str, timeout: float) -> str:
