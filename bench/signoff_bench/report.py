@@ -27,7 +27,7 @@ def _f(value: float | None, digits: int = 1) -> str:
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a and b else None
+    return None if a is None or not b else a / b
 
 
 def _rows(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:

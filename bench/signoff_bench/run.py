@@ -1,5 +1,5 @@
-"""The run. Each batch is prepared just before it (proposals proposed, LangGraph threads
-started) in a window of its own that is thrown away, then measured: at each concurrency
+"""The run. Each repeat's batches are prepared first (proposals proposed, LangGraph threads
+started) in a window of its own that is thrown away, then measured back to back: at each concurrency
 signoff, the raw program matched to signoff's figures, raw-minimal (fixed), LangGraph, then the
 full cycles — the order reversed on every other repeat, so a change in the machine's other
 load touches every side alike. Each repeat ends with the open loop and the executor scaling
@@ -12,10 +12,10 @@ import asyncio
 import json
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TypeVar
 
 import structlog
 
@@ -27,7 +27,6 @@ from signoff_bench.rig import Rig, rig
 from signoff_bench.settings import BenchConfig, load
 
 log = structlog.get_logger(__name__)
-T = TypeVar("T")
 
 
 def _record(found: Batch) -> Batch:
@@ -58,57 +57,57 @@ async def compare(r: Rig, config: BenchConfig, run: Run) -> None:
     )
     plans: dict[int, Plan] = {}
     for repeat in range(config.repeats):
+        order = [*RESUME, *CYCLE]
+        if repeat % 2:
+            order.reverse()
+        prepared = {(side, c): await _prepare(r, side, n) for c in levels for side in order}
+        await r.windows.close(_quiet_all(r))  # the preparation's window is discarded
         for c in levels:
-            order = ["signoff", "raw", "raw-minimal", "langgraph"]
-            if repeat % 2:
-                order.reverse()
             for side in order:
-                await _resume_batch(r, run, side, c, n, repeat, plans)
-            for side in ("signoff-cycle", "langgraph-cycle")[:: -1 if repeat % 2 else 1]:
-                await _cycle_batch(r, run, side, c, n, repeat)
+                found = await _measure(r, side, c, prepared[side, c], plans)
+                if found is not None:
+                    found.repeat = repeat
+                    run.batches.append(_record(found))
         await open_loop(r, config, run, repeat)
         await scale(r, config, run, repeat)
 
 
-async def _resume_batch(
-    r: Rig, run: Run, side: str, c: int, n: int, repeat: int, plans: dict[int, Plan]
-) -> None:
+RESUME = ("signoff", "raw", "raw-minimal", "langgraph")
+CYCLE = ("signoff-cycle", "langgraph-cycle")
+
+
+async def _prepare(r: Rig, side: str, n: int) -> list[str]:
     if side == "signoff":
-        found = await r.signoff.measure(r.windows, await _ready(r, r.signoff.prepare(n)), c)
+        return await r.signoff.prepare(n)
+    if side in ("raw", "raw-minimal"):
+        return await r.raw.prepare(n)
+    if side == "langgraph":
+        return await r.peer.prepare(n)
+    if side == "signoff-cycle":
+        return await r.signoff.prepare_forms(n)
+    return await r.peer.prepare_forms(n)
+
+
+async def _measure(
+    r: Rig, side: str, c: int, ids: list[str], plans: dict[int, Plan]
+) -> Batch | None:
+    if side == "signoff":
+        found = await r.signoff.measure(r.windows, ids, c)
         plans[c] = Plan(
             commits=found.commits_per_proposal,
             messages=found.messages_per_proposal or 0.0,
             message_bytes=int(found.notes["message_bytes"]),
         )
-    elif side in ("raw", "raw-minimal"):
-        # raw matches signoff's figures: this repeat's, or the previous one's when raw goes first
+        return found
+    if side in ("raw", "raw-minimal"):
+        # raw matches signoff's figures: this repeat's, or the last one's when raw goes first
         plan = MINIMAL if side == "raw-minimal" else plans.get(c)
-        if plan is None:
-            return
-        ids = await _ready(r, r.raw.prepare(n))
-        found = await r.raw.measure(r.windows, ids, c, plan, side)
-    else:
-        found = await r.peer.measure(r.windows, await _ready(r, r.peer.prepare(n)), c)
-    found.repeat = repeat
-    run.batches.append(_record(found))
-
-
-async def _cycle_batch(r: Rig, run: Run, side: str, c: int, n: int, repeat: int) -> None:
+        return None if plan is None else await r.raw.measure(r.windows, ids, c, plan, side)
+    if side == "langgraph":
+        return await r.peer.measure(r.windows, ids, c)
     if side == "signoff-cycle":
-        forms = await _ready(r, r.signoff.prepare_forms(n))
-        found = await r.signoff.cycle(r.windows, forms, c)
-    else:
-        threads = await _ready(r, r.peer.prepare_forms(n))
-        found = await r.peer.cycle(r.windows, threads, c)
-    found.repeat = repeat
-    run.batches.append(_record(found))
-
-
-async def _ready(r: Rig, preparing: Awaitable[T]) -> T:
-    """Prepare outside the measured windows: the window that preparing spans is discarded."""
-    prepared = await preparing
-    await r.windows.close(_quiet_all(r))
-    return prepared
+        return await r.signoff.cycle(r.windows, ids, c)
+    return await r.peer.cycle(r.windows, ids, c)
 
 
 def _quiet_all(r: Rig) -> Callable[[], Awaitable[bool]]:
@@ -116,6 +115,14 @@ def _quiet_all(r: Rig) -> Callable[[], Awaitable[bool]]:
         return await r.signoff.quiet() and await r.raw.quiet()
 
     return quiet
+
+
+async def _until_quiet(r: Rig, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await _quiet_all(r)():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the system did not go quiet within {timeout}s")
+        await asyncio.sleep(0.1)
 
 
 async def open_loop(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
@@ -126,14 +133,15 @@ async def open_loop(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
         for rate in config.open_rates:
             n = max(1, int(rate * config.open_seconds))
             if side == "signoff":
-                ids = await _ready(r, r.signoff.prepare(n))
+                ids = await r.signoff.prepare(n)
+                await _until_quiet(r)
                 samples = await r.signoff.open_loop(ids, rate)
                 done = await r.signoff.outcome_times(ids)
             else:
-                ids = await _ready(r, r.raw.prepare(n))
+                ids = await r.raw.prepare(n)
                 samples = await r.raw.open_loop(ids, rate)
                 done = await r.raw.outcome_times(ids)
-            await r.windows.close(_quiet_all(r))
+            await _until_quiet(r)
             step = open_step(side, rate, repeat, samples, done, config.open_p99_ms)
             log.info(
                 "bench.open_loop",
@@ -146,17 +154,19 @@ async def open_loop(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
             run.open_loop.append(step)
             if not step.held:
                 break
+    await r.windows.close(_quiet_all(r))  # the open loop counts no commits or CPU: discarded
 
 
 async def scale(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
     """Card refunds (the provider answering after ``provider_delay_ms``) at the highest
     concurrency with 1, 2, 4 ... executor processes; back to one executor afterwards."""
     top = config.scaling_concurrency
+    prepared = {e: await r.signoff.prepare_refunds(config.n) for e in config.executors}
     for executors in sorted(config.executors):
         while r.stack.executors() < executors:
             await asyncio.to_thread(r.stack.add_executor)
-        ids = await _ready(r, r.signoff.prepare_refunds(config.n))
-        found = await r.signoff.measure(r.windows, ids, top, executors)
+        await r.windows.close(_quiet_all(r))  # preparation and start-up are not measured
+        found = await r.signoff.measure(r.windows, prepared[executors], top, executors)
         found.repeat = repeat
         found.notes["operation"] = "order.refund_missing_discount"
         found.notes["provider_delay_ms"] = config.provider_delay_ms
@@ -197,7 +207,8 @@ async def main(config: BenchConfig) -> Run:
         )
         await compare(r, config, run)
         if config.profile:
-            ids = await _ready(r, r.signoff.prepare(config.n))
+            ids = await r.signoff.prepare(config.n)
+            await r.windows.close(_quiet_all(r))
             run.profile = await profile_batch(r, config, run, ids)
         compared = r.peak_rss()  # growth restarts the proposals service
         growth = Growth(r, config.growth_samples)

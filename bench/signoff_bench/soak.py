@@ -17,6 +17,7 @@ counters live under ``tests/`` and the bench may not import tests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -257,23 +258,31 @@ async def soak(config: SoakConfig) -> SoakRun:
             idle.append(conns)
 
         started = time.time()
-        last_sample = started
-        for index in range(total):
-            scheduled = started + index / config.rate
-            if scheduled - last_sample >= config.sample_s:
-                row = await _sample(r, started, sent, last_sample)
-                last_sample = scheduled
+        marks = [started]
+
+        async def sampler() -> None:
+            while True:
+                await asyncio.sleep(marks[-1] + config.sample_s - time.time())
+                now = time.time()
+                row = await _sample(r, started, sent, marks[-1])
+                marks.append(now)
                 run.samples.append(row)
                 log.info("soak.sample", **asdict(row))
-            delay = scheduled - time.time()
+
+        sampling = asyncio.create_task(sampler())
+        for index in range(total):
+            delay = started + index / config.rate - time.time()
             if delay > 0:
                 await asyncio.sleep(delay)
             task = asyncio.create_task(launch(index))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         await asyncio.gather(*tasks)
+        sampling.cancel()  # the probe is one connection: nothing else may use it meanwhile
+        with contextlib.suppress(asyncio.CancelledError):
+            await sampling
         await _settle(r, sent)
-        run.samples.append(await _sample(r, started, sent, last_sample))
+        run.samples.append(await _sample(r, started, sent, marks[-1]))
         await _account(r, run, sent)
         for conns in idle:
             for conn in conns.values():
