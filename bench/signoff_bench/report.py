@@ -309,7 +309,8 @@ def targets(run: Run) -> list[str]:
     found = run.all("signoff", 64)
     python = (
         statistics.median(
-            sum(v for k, v in b.cpu_ms_per_proposal.items() if k not in SERVERS) for b in found
+            sum(v for k, v in b.cpu_ms_per_proposal.items() if k not in (*SERVERS, "provider"))
+            for b in found
         )
         if found
         else None

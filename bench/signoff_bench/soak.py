@@ -110,6 +110,8 @@ class SoakRun:
     lost: int = 0
     duplicated: int = 0
     failed_requests: int = 0
+    #: what failed, by request and status (``approve 409``)
+    failures: dict[str, int] = field(default_factory=dict)
     machine_load: list[float] = field(default_factory=list)
 
 
@@ -123,8 +125,8 @@ class _Sent:
 
 async def _one(
     r: Rig, index: int, form: str, conns: dict[str, Connection], pool: asyncpg.Pool
-) -> _Sent | None:
-    """Propose, then approve, decline or lapse; None when a request failed."""
+) -> _Sent | str:
+    """Propose, then approve, decline or lapse; what failed (``propose 503``) otherwise."""
     slot = index % 20
     fate = "approve" if slot in APPROVE else "decline" if slot in DECLINE else "expire"
     body = {"resource_id": form, "request": draft(index, r.signoff.club.segment_ids)}
@@ -132,7 +134,7 @@ async def _one(
         "POST", f"/v1/operations/{KIND}/propose", json.dumps(body).encode()
     )
     if status != 201:
-        return None
+        return f"propose {status}"
     sent = _Sent(json.loads(answer)["proposal"]["id"], fate, form, time.time())
     if fate == "expire":
         async with pool.acquire() as conn:
@@ -142,7 +144,7 @@ async def _one(
             )
         return sent
     status, _ = await conns["proposals"].request("POST", f"/v1/proposals/{sent.pid}/{fate}")
-    return sent if status < 300 else None
+    return sent if status < 300 else f"{fate} {status}"
 
 
 def _pg_sockets() -> set[str]:
@@ -247,12 +249,13 @@ async def soak(config: SoakConfig) -> SoakRun:
                 }
             try:
                 done = await _one(r, index, forms[index], conns, pool)
-            except (OSError, HttpError, asyncio.IncompleteReadError):
-                done = None
+            except (OSError, HttpError, asyncio.IncompleteReadError) as exc:
+                done = type(exc).__name__
                 for conn in conns.values():
                     await conn.close()
-            if done is None:
+            if isinstance(done, str):
                 run.failed_requests += 1
+                run.failures[done] = run.failures.get(done, 0) + 1
             else:
                 sent.append(done)
             idle.append(conns)
@@ -376,7 +379,13 @@ def markdown(run: SoakRun) -> str:
             *lines,
             "",
             f"Proposals by fate: {fates}. Lost: **{run.lost}**, duplicated: "
-            f"**{run.duplicated}**, requests that failed: {run.failed_requests}.",
+            f"**{run.duplicated}**, requests that failed: {run.failed_requests}"
+            + (
+                " (" + ", ".join(f"{k}: {v}" for k, v in sorted(run.failures.items())) + ")"
+                if run.failures
+                else ""
+            )
+            + ".",
             "",
             "RSS per service over the run:",
             "",
