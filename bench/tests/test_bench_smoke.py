@@ -57,8 +57,12 @@ def test_the_harness_measures_every_side_and_prints_every_row(tmp_path: Path) ->
             assert found["throughput"] > 0, (side, c)
         signoff, raw = sides["signoff"], sides["raw"]
         assert signoff["messages_per_proposal"] == raw["messages_per_proposal"], (signoff, raw)
+        # commits come from a counter the idle pollers share (about 5 a second, subtracted at
+        # its calibrated rate): over a window of 11 s or more that is a few commits per
+        # proposal at N=20 on a loaded machine, against the 6 or more by which an unconfigured
+        # raw program (four commits) would differ from signoff
         gap = abs(signoff["commits_per_proposal"] - raw["commits_per_proposal"])
-        assert gap <= max(1.5, 0.15 * signoff["commits_per_proposal"]), (signoff, raw)
+        assert gap <= max(3.5, 0.3 * signoff["commits_per_proposal"]), (signoff, raw)
         minimal = sides["raw-minimal"]
         assert minimal["messages_per_proposal"] == 3.0, minimal
         # four commits, read from a counter shared with the idle pollers: loose at this size
