@@ -69,7 +69,8 @@ def batch(
         concurrency=concurrency,
         n=n,
         ok=ok,
-        throughput=n / (last - first) if last > first else 0.0,
+        # only what completed counts (a failed LangGraph request has no outcome)
+        throughput=len(latencies) / (last - first) if last > first else 0.0,
         latency_ms=summary_ms(latencies),
         answer_ms=summary_ms([s.answered - s.sent for s in samples]),
         seconds=last - first,
