@@ -203,7 +203,8 @@ async def main(config: BenchConfig) -> Run:
             versions=machine.versions(
                 await r.counters.server_version(), await infra.broker_version()
             ),
-            config={k: str(v) for k, v in asdict(config).items()},
+            # where the output went is not a figure (and no machine path belongs in the repo)
+            config={k: str(v) for k, v in asdict(config).items() if k not in ("doc", "json_out")},
         )
         await compare(r, config, run)
         if config.profile:

@@ -230,7 +230,9 @@ async def _sample(r: Rig, started: float, sent: list[_Sent], since: float) -> Sa
 
 async def soak(config: SoakConfig) -> SoakRun:
     bench = load()
-    run = SoakRun(config={k: str(v) for k, v in asdict(config).items()})
+    run = SoakRun(
+        config={k: str(v) for k, v in asdict(config).items() if k not in ("doc", "json_out")}
+    )
     async with rig(bench, sides=False) as r:
         await asyncio.to_thread(r.stack.restart, "proposals", SOAK_ENV)
         pool = await asyncpg.create_pool(r.db.dsn, min_size=1, max_size=4)
