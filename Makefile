@@ -8,7 +8,7 @@ PACKAGES := shared/contracts shared/runtime shared/conformance cli client \
 	services/proposals services/executor services/reconciler services/agent web
 PYPROJECTS := $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
 
-.PHONY: run test check install services requirements lint types schemas bench faults
+.PHONY: run test check install services requirements lint types schemas bench soak faults
 
 $(VENV)/.installed: requirements/requirements.txt requirements/bootstrap.txt $(PYPROJECTS)
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -37,6 +37,12 @@ test: install services
 ## bench: signoff beside the raw limit and LangGraph; writes docs/benchmarks.md (BENCH_* sizes)
 bench: install services
 	PYTHONPATH=bench $(PY) -m signoff_bench
+
+## soak: signoff under a steady mixed load, sampled each minute; writes its table into
+## docs/benchmarks.md (BENCH_SOAK_MINUTES, default 20; BENCH_SOAK_RATE, default half the
+## committed open-loop result; BENCH_SOAK_SAMPLE_S, default 60)
+soak: install services
+	PYTHONPATH=bench $(PY) -m signoff_bench.soak
 
 ## faults: the long fault-injection run (every scenario and negative control, SIGNOFF_FAULTS_*
 ## sizes and seed); writes its results table into docs/reliability.md

@@ -11,6 +11,7 @@ import asyncio
 import json
 import secrets
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from signoff_runtime.testing.processes import ServiceProcess, free_port
 
 from signoff_bench.client import Connection
-from signoff_bench.driver import approve_all
+from signoff_bench.driver import Sample, approve_all, cycle_all
 from signoff_bench.infra import Database, Probe
 from signoff_bench.peer.graph import DDL, SCHEMA
 from signoff_bench.results import Batch, batch
@@ -73,21 +74,24 @@ class PeerSide:
     def pids(self) -> dict[str, int]:
         return {name: p.proc.pid for name, p in self.processes.items() if p.proc is not None}
 
-    async def prepare(self, n: int) -> list[str]:
+    async def prepare_forms(self, n: int) -> list[str]:
+        """Threads whose forms exist, not yet started (a full-cycle batch starts them)."""
         ids = [f"lg{secrets.token_hex(8)}" for _ in range(n)]
         await self.loader.copy_records_to_table(
             "forms", schema_name=SCHEMA, columns=["id"], records=[(f"f{t}",) for t in ids]
         )
+        return ids
+
+    async def prepare(self, n: int) -> list[str]:
+        ids = await self.prepare_forms(n)
         pending = iter(ids)
 
         async def worker() -> None:
             conn = Connection(self.url)
             try:
                 for thread_id in pending:
-                    draft = {"form_id": f"f{thread_id}", "subject": "Spring bonspiel"}
-                    body = json.dumps({**draft, "body": "Teams of four, all levels. " * 8})
                     status, answer = await conn.request(
-                        "POST", f"/v1/proposals/{thread_id}/start", body.encode()
+                        "POST", f"/v1/proposals/{thread_id}/start", _draft(thread_id)
                     )
                     if status != 200:
                         raise RuntimeError(f"LangGraph start answered {status}: {answer!r}")
@@ -97,10 +101,32 @@ class PeerSide:
         await asyncio.gather(*(worker() for _ in range(START_CONCURRENCY)))
         return ids
 
+    async def cycle(self, windows: Windows, ids: list[str], concurrency: int) -> Batch:
+        """start → interrupt → resume per thread, timed from the start request to the resumed
+        graph's answer; a request that failed is counted in ``failed``, not dropped."""
+
+        async def start(conns: Mapping[str, Connection], thread: str) -> tuple[int, str]:
+            status, _ = await conns["peer"].request(
+                "POST", f"/v1/proposals/{thread}/start", _draft(thread)
+            )
+            return status, thread
+
+        async def resume(conns: Mapping[str, Connection], thread: str) -> tuple[int, str]:
+            status, _ = await conns["peer"].request("POST", f"/v1/proposals/{thread}/approve")
+            return status, thread
+
+        samples = await cycle_all({"peer": self.url}, {}, ids, [start, resume], concurrency)
+        return await self._batch("langgraph-cycle", windows, ids, concurrency, samples)
+
     async def measure(self, windows: Windows, ids: list[str], concurrency: int) -> Batch:
         samples = await approve_all(
             self.url, {}, [(t, f"/v1/proposals/{t}/approve") for t in ids], concurrency
         )
+        return await self._batch("langgraph", windows, ids, concurrency, samples)
+
+    async def _batch(
+        self, side: str, windows: Windows, ids: list[str], concurrency: int, samples: list[Sample]
+    ) -> Batch:
         spent = await windows.close(_quiet)
         applied = await self.probe.fetchval(
             f"SELECT count(*) FROM {SCHEMA}.forms "  # noqa: S608
@@ -108,7 +134,7 @@ class PeerSide:
             ids,
         )
         return batch(
-            "langgraph",
+            side,
             concurrency,
             samples,
             {s.key: s.answered for s in samples if s.status == 200},
@@ -116,7 +142,13 @@ class PeerSide:
             messages=None,
             ok=int(applied),
             processes=self.pids(),
+            broker=False,
         )
+
+
+def _draft(thread_id: str) -> bytes:
+    draft = {"form_id": f"f{thread_id}", "subject": "Spring bonspiel"}
+    return json.dumps({**draft, "body": "Teams of four, all levels. " * 8}).encode()
 
 
 async def _quiet() -> bool:

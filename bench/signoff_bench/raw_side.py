@@ -20,7 +20,7 @@ import asyncpg
 import httpx
 from signoff_runtime.testing.processes import ServiceProcess, free_port
 
-from signoff_bench.driver import approve_all
+from signoff_bench.driver import Sample, approve_all, offer
 from signoff_bench.infra import Database, Probe, ready_messages
 from signoff_bench.raw import schema
 from signoff_bench.results import Batch, batch
@@ -38,6 +38,12 @@ class Plan:
     commits: float
     messages: float
     message_bytes: int
+
+
+#: raw-minimal: the least the work needs, fixed whatever signoff does — a commit per stage
+#: (claim; execute with its dedup row; record the outcome with its dedup row; the hand-back's
+#: dedup row) and three persistent confirmed messages (contract, outcome, one event), unpadded
+MINIMAL = Plan(commits=ESSENTIAL_COMMITS + 1, messages=ESSENTIAL_MESSAGES + 1, message_bytes=0)
 
 
 @dataclass
@@ -104,8 +110,30 @@ class RawSide:
                 total += int(json.loads(response.content)["published"])
         return total
 
+    async def open_loop(self, ids: list[str], rate: float) -> list[Sample]:
+        """raw-minimal's approvals offered at ``rate``; samples keyed by id (scheduled time)."""
+        await self._plan(MINIMAL)
+        samples = await offer(
+            self.processes["front"].url, {}, [(i, f"/v1/proposals/{i}/approve") for i in ids], rate
+        )
+        await self._until_recorded(ids)
+        return samples
+
+    async def outcome_times(self, ids: list[str]) -> dict[str, float]:
+        rows = await self.probe.fetch(
+            f"SELECT id, extract(epoch FROM outcome_at)::float8 AS at "  # noqa: S608
+            f"FROM {schema.SCHEMA}.proposals WHERE id = ANY($1::text[])",
+            ids,
+        )
+        return {r["id"]: r["at"] for r in rows if r["at"] is not None}
+
     async def measure(
-        self, windows: Windows, ids: list[str], concurrency: int, plan: Plan
+        self,
+        windows: Windows,
+        ids: list[str],
+        concurrency: int,
+        plan: Plan,
+        side: str = "raw",
     ) -> Batch:
         await self._plan(plan)
         before = await self.published()
@@ -124,7 +152,7 @@ class RawSide:
             ids,
         )
         return batch(
-            "raw",
+            side,
             concurrency,
             samples,
             {r["id"]: r["at"] for r in rows if r["at"] is not None},

@@ -8,13 +8,15 @@ detail tables beneath it, and the targets of issue 11 checked against the figure
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from signoff_bench.results import Batch, Run
+from signoff_bench.results import Batch, GrowthRow, Run, spread
+from signoff_bench.window import SERVERS
 
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
-SIDES = ("signoff", "raw", "langgraph")
+SIDES = ("signoff", "raw", "raw-minimal", "langgraph")
 SERVICE_RSS_LIMIT_MB = 100.0
 
 
@@ -25,7 +27,7 @@ def _f(value: float | None, digits: int = 1) -> str:
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a and b else None
+    return None if a is None or not b else a / b
 
 
 def _rows(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -46,40 +48,108 @@ def cpu_total(b: Batch | None) -> float | None:
     return None if b is None else b.cpu_total_ms
 
 
+def _m(found: tuple[float, float, float] | None, digits: int = 1) -> str:
+    """A median over the repeats, with its range when they differ."""
+    if found is None:
+        return "-"
+    mid, low, high = found
+    if high - low < 10**-digits:
+        return _f(mid, digits)
+    return f"{_f(mid, digits)} ({_f(low, digits)} to {_f(high, digits)})"
+
+
+def _mid(found: tuple[float, float, float] | None) -> float | None:
+    return None if found is None else found[0]
+
+
+def _per(run: Run, side: str, c: int, attr: str) -> float | None:
+    values = [getattr(b, attr) for b in run.all(side, c)]
+    values = [v for v in values if v is not None]
+    return sorted(values)[len(values) // 2] if values else None
+
+
 def comparison(run: Run) -> str:
     header = [
         "C",
         "signoff /s",
         "raw /s",
+        "raw-minimal /s",
         "LangGraph /s",
-        "signoff ÷ raw",
+        "signoff ÷ raw-minimal",
         "signoff ÷ LangGraph",
-        "signoff p50 / p95 / p99 ms",
-        "raw p99 ms",
-        "LangGraph p99 ms",
-        "commits per proposal (s · raw · LG)",
-        "messages per proposal (s · raw)",
-        "CPU ms per proposal (s · raw · LG)",
+        "signoff p50 / p99 ms",
+        "raw-minimal p99 ms",
+        "LangGraph p99 ms (failed)",
+        "commits per proposal (s · raw · min · LG)",
+        "CPU ms per proposal (s · raw · min · LG)",
     ]
     rows = []
     for c in sorted({b.concurrency for b in run.batches}):
-        s, r, g = (run.find(side, c) for side in SIDES)
+        tp = {side: run.median(side, c, "throughput") for side in SIDES}
+        failed = sum(b.failed for b in run.all("langgraph", c))
         rows.append(
             [
                 str(c),
-                _f(_tp(s)),
-                _f(_tp(r)),
-                _f(_tp(g)),
-                _f(_ratio(_tp(s), _tp(r)), 2),
-                _f(_ratio(_tp(s), _tp(g)), 2),
-                " / ".join(_f(_lat(s, p)) for p in ("p50", "p95", "p99")),
-                _f(_lat(r, "p99")),
-                _f(_lat(g, "p99")),
-                " · ".join(_f(b.commits_per_proposal if b else None, 2) for b in (s, r, g)),
-                " · ".join(_f(b.messages_per_proposal if b else None, 2) for b in (s, r)),
-                " · ".join(_f(cpu_total(b)) for b in (s, r, g)),
+                *(_m(tp[side]) for side in SIDES),
+                _f(_ratio(_mid(tp["signoff"]), _mid(tp["raw-minimal"])), 2),
+                _f(_ratio(_mid(tp["signoff"]), _mid(tp["langgraph"])), 2),
+                f"{_m(run.median('signoff', c, 'p50'))} / {_m(run.median('signoff', c, 'p99'))}",
+                _m(run.median("raw-minimal", c, "p99")),
+                f"{_m(run.median('langgraph', c, 'p99'))} ({failed})",
+                " · ".join(_f(_per(run, side, c, "commits_per_proposal"), 2) for side in SIDES),
+                " · ".join(_f(_mid(run.median(side, c, "cpu"))) for side in SIDES),
             ]
         )
+    return _rows(header, rows)
+
+
+def cycles(run: Run) -> str:
+    header = [
+        "C",
+        "signoff propose → outcome /s",
+        "LangGraph start → resume /s",
+        "signoff ÷ LangGraph",
+        "signoff p50 / p99 ms",
+        "LangGraph p50 / p99 ms",
+        "LangGraph failed",
+        "CPU ms per cycle (s · LG)",
+    ]
+    rows = []
+    for c in sorted({b.concurrency for b in run.batches if b.side == "signoff-cycle"}):
+        s = run.median("signoff-cycle", c, "throughput")
+        g = run.median("langgraph-cycle", c, "throughput")
+        rows.append(
+            [
+                str(c),
+                _m(s),
+                _m(g),
+                _f(_ratio(_mid(s), _mid(g)), 2),
+                " / ".join(_m(run.median("signoff-cycle", c, q)) for q in ("p50", "p99")),
+                " / ".join(_m(run.median("langgraph-cycle", c, q)) for q in ("p50", "p99")),
+                str(sum(b.failed for b in run.all("langgraph-cycle", c))),
+                " · ".join(
+                    _f(_mid(run.median(side, c, "cpu")))
+                    for side in ("signoff-cycle", "langgraph-cycle")
+                ),
+            ]
+        )
+    return _rows(header, rows)
+
+
+def open_loop(run: Run) -> str:
+    header = ["side", "repeat", "offered /s", "recorded /s", "p50 / p99 ms", "failed", "p99 held"]
+    rows = [
+        [
+            st.side,
+            str(st.repeat + 1),
+            _f(st.rate, 0),
+            _f(st.achieved),
+            f"{_f(st.latency_ms['p50'])} / {_f(st.latency_ms['p99'])}",
+            str(st.failed),
+            "yes" if st.held else "no",
+        ]
+        for st in run.open_loop
+    ]
     return _rows(header, rows)
 
 
@@ -126,19 +196,35 @@ def growth(run: Run) -> str:
 
 
 def scaling(run: Run) -> str:
-    header = ["executors", "C", "proposals/s", "p99 ms", "CPU ms per proposal", "machine busy"]
-    rows = [
-        [
-            str(b.executors),
-            str(b.concurrency),
-            _f(b.throughput),
-            _f(b.latency_ms["p99"]),
-            _f(b.cpu_total_ms),
-            f"{b.machine_utilisation:.0%}",
-        ]
-        for b in run.scaling
+    header = [
+        "executors",
+        "C",
+        "refunds/s",
+        "÷ one executor",
+        "p99 ms",
+        "CPU ms per proposal",
+        "machine busy",
     ]
+    rows = []
+    for e in sorted({b.executors for b in run.scaling}):
+        found = [b for b in run.scaling if b.executors == e]
+        tp = spread([b.throughput for b in found])
+        rows.append(
+            [
+                str(e),
+                str(found[0].concurrency),
+                _m(tp),
+                _f(_ratio(_mid(tp), _scaled(run, 1)), 2),
+                _m(spread([b.latency_ms["p99"] for b in found])),
+                _m(spread([b.cpu_total_ms for b in found])),
+                f"{statistics.median(b.machine_utilisation for b in found):.0%}",
+            ]
+        )
     return _rows(header, rows)
+
+
+def _scaled(run: Run, executors: int) -> float | None:
+    return _mid(spread([b.throughput for b in run.scaling if b.executors == executors]))
 
 
 def memory(run: Run) -> str:
@@ -148,39 +234,113 @@ def memory(run: Run) -> str:
 
 
 def flatness(run: Run) -> dict[str, float] | None:
-    """Largest over smallest stored size, per growth metric (p50s and the sweep)."""
+    """Largest over smallest stored size, per growth metric (p50s and the sweep per row)."""
     if len(run.growth) < 2:
         return None
     first, last = run.growth[0], run.growth[-1]
+
+    def per_row(g: GrowthRow) -> float:
+        return g.sweep_ms / g.swept if g.swept else math.nan
+
     return {
         "pending list": last.list_ms["p50"] / first.list_ms["p50"],
         "approval": last.approval_ms["p50"] / first.approval_ms["p50"],
-        "expiry sweep": last.sweep_ms / first.sweep_ms if first.sweep_ms else math.nan,
+        "expiry sweep per row": per_row(last) / per_row(first),
     }
 
 
 def targets(run: Run) -> list[str]:
-    lines = []
+    """Issue 18's targets, each met or missed with its figure (medians over the repeats)."""
+    lines = [
+        "- one approval at a time, claim → outcome p50 ≤ 10 ms / p99 ≤ 20 ms: not measured by "
+        "this harness (the per-hop timeline belongs to the services' half of issue 18)",
+    ]
+    p99 = _mid(run.median("signoff", 1, "p99"))
+    lines.append(
+        _check(
+            "closed-loop C=1 approve→outcome p99 ≤ 30 ms", p99, p99 is not None and p99 <= 30, "ms"
+        )
+    )
     for c in (16, 64):
-        s, r, g = (run.find(side, c) for side in SIDES)
-        to_raw = _ratio(_tp(s), _tp(r))
-        to_lg = _ratio(_tp(s), _tp(g))
-        lines.append(
-            _check(f"signoff ≥ 70 % of raw at C={c}", to_raw, to_raw is not None and to_raw >= 0.7)
+        ratio = _ratio(
+            _mid(run.median("signoff", c, "throughput")),
+            _mid(run.median("raw-minimal", c, "throughput")),
         )
         lines.append(
-            _check(f"signoff ≥ 2.5 x LangGraph at C={c}", to_lg, to_lg is not None and to_lg >= 2.5)
+            _check(
+                f"signoff ≥ 0.7 x raw-minimal throughput at C={c}",
+                ratio,
+                ratio is not None and ratio >= 0.7,
+                "x",
+            )
         )
-    s16 = run.find("signoff", 16)
-    p99 = s16.latency_ms["p99"] if s16 else None
-    lines.append(_check("approval→outcome p99 ≤ 60 ms at C=16", p99, p99 is not None and p99 <= 60))
+    stretch = _ratio(
+        _mid(run.median("signoff", 64, "throughput")),
+        _mid(run.median("raw-minimal", 64, "throughput")),
+    )
+    lines.append(
+        _check(
+            "stretch: signoff ≥ 1.0 x raw-minimal at C=64",
+            stretch,
+            stretch is not None and stretch >= 1.0,
+            "x",
+        )
+    )
+    mine, floor = _mid(run.held_rate("signoff")), _mid(run.held_rate("raw-minimal"))
+    held = _ratio(mine, floor)
+    lines.append(
+        _check(
+            f"open loop: highest rate holding p99 ≤ 100 ms ≥ 0.7 x raw-minimal's "
+            f"(signoff {_f(mine, 0)}/s, raw-minimal {_f(floor, 0)}/s)",
+            held,
+            held is not None and held >= 0.7,
+            "x",
+        )
+    )
+    cycle = _ratio(
+        _mid(run.median("signoff-cycle", 16, "throughput")),
+        _mid(run.median("langgraph-cycle", 16, "throughput")),
+    )
+    lines.append(
+        _check(
+            "full cycle ≥ 1.0 x LangGraph's at C=16", cycle, cycle is not None and cycle >= 1.0, "x"
+        )
+    )
+    found = run.all("signoff", 64)
+    python = (
+        statistics.median(
+            sum(v for k, v in b.cpu_ms_per_proposal.items() if k not in (*SERVERS, "provider"))
+            for b in found
+        )
+        if found
+        else None
+    )
+    lines.append(
+        _check(
+            "CPU per proposal, signoff's Python services together ≤ 6 ms at C=64",
+            python,
+            python is not None and python <= 6,
+            "ms",
+        )
+    )
+    one = _scaled(run, 1)
+    for e, bound in ((2, 1.8), (4, 3.2)):
+        ratio = _ratio(_scaled(run, e), one)
+        lines.append(
+            _check(
+                f"{e} executors ≥ {bound} x one (provider answering late)",
+                ratio,
+                ratio is not None and ratio >= bound,
+                "x",
+            )
+        )
     flat = flatness(run)
     if flat is None:
-        lines.append("- growth flat within ±10 %: not measured (one size)")
+        lines.append("- growth 10 k → 1 M within ±15 %: not measured (one size)")
     else:
         worst = max(flat.values(), key=lambda v: abs(v - 1.0))
         shown = ", ".join(f"{k} x{v:.2f}" for k, v in flat.items())
-        lines.append(f"- growth flat within ±10 %: {_verdict(abs(worst - 1.0) <= 0.1)} ({shown})")
+        lines.append(f"- growth within ±15 %: {_verdict(abs(worst - 1.0) <= 0.15)} ({shown})")
     services = {k: v for k, v in run.peak_rss_mb.items() if not k.startswith(("raw", "lang"))}
     heaviest = max(services.values(), default=0.0)
     lines.append(
@@ -194,15 +354,22 @@ def _verdict(ok: bool | None) -> str:
     return "**met**" if ok else "**missed**"
 
 
-def _check(what: str, value: float | None, ok: bool | None) -> str:
+def _check(what: str, value: float | None, ok: bool | None, unit: str = "") -> str:
     if value is None:
         return f"- {what}: not measured"
-    return f"- {what}: {_verdict(ok)} ({value:.2f})"
+    shown = f"{value:.2f} x" if unit == "x" else f"{value:.1f} {unit}".strip()
+    return f"- {what}: {_verdict(ok)} ({shown})"
 
 
 def table(run: Run) -> str:
     parts = [
         comparison(run),
+        "",
+        "Full cycle",
+        cycles(run),
+        "",
+        "Open loop",
+        open_loop(run),
         "",
         *targets(run),
         "",
@@ -234,11 +401,27 @@ def block(run: Run) -> str:
             )
             + ".",
             "",
+            "Medians over the repeats, with their range in brackets where they differ.",
+            "",
             comparison(run),
             "",
-            "Targets of issue 11:",
+            "Targets of issue 18 (generated by the run):",
             "",
             *targets(run),
+            "",
+            "### Full cycle",
+            "",
+            "signoff: propose (the agent's `POST /v1/operations/{kind}/propose`) → approve → "
+            "outcome recorded; LangGraph: start → interrupt → resume. C workers in a closed loop.",
+            "",
+            cycles(run),
+            "",
+            "### Open loop",
+            "",
+            "Approvals offered at a fixed rate, each timed from its scheduled send (no "
+            "coordinated omission), stepped up until approve→outcome p99 exceeds the bound.",
+            "",
+            open_loop(run),
             "",
             "### CPU per proposal, by process group (ms)",
             "",
@@ -253,6 +436,9 @@ def block(run: Run) -> str:
             growth(run),
             "",
             "### Scaling (executor processes)",
+            "",
+            "Card refunds (`order.refund_missing_discount`), the card provider answering each "
+            "after its configured delay (I/O-bound work), at the highest concurrency.",
             "",
             scaling(run),
             "",

@@ -60,7 +60,8 @@ class Rig:
 
 
 @asynccontextmanager
-async def rig(config: BenchConfig) -> AsyncIterator[Rig]:
+async def rig(config: BenchConfig, *, sides: bool = True) -> AsyncIterator[Rig]:
+    """``sides=False``: signoff alone (the soak run); the raw program and LangGraph not started."""
     with ExitStack() as exits:
         pg_url, amqp_url = servers.postgres_url(exits), servers.amqp_url(exits)
     started = time.monotonic()
@@ -71,7 +72,9 @@ async def rig(config: BenchConfig) -> AsyncIterator[Rig]:
     loader = await asyncpg.connect(db.dsn)
     probe = await infra.Probe.open(db)
     counters = await infra.Counters.open(db)
-    stack = SignoffStack(db.url, amqp_url, f"b{secrets.token_hex(4)}", log_dir)
+    stack = SignoffStack(
+        db.url, amqp_url, f"b{secrets.token_hex(4)}", log_dir, config.provider_delay_ms
+    )
     raw = RawSide(db, amqp_url, log_dir, loader, probe)
     peer = PeerSide(db, log_dir, loader, probe, config.peer_processes)
     try:
@@ -88,8 +91,9 @@ async def rig(config: BenchConfig) -> AsyncIterator[Rig]:
             await seed_club(stack.env),
             sorted(r["table_schema"] for r in schemas),
         )
-        await raw.start()
-        await peer.start()
+        if sides:
+            await raw.start()
+            await peer.start()
         log.info("bench.peers_started", seconds=round(time.monotonic() - started, 1))
         windows = Windows(
             counters,

@@ -1,8 +1,10 @@
-"""The run. Everything is prepared first (proposals proposed, LangGraph threads started), then
-the measured batches run back to back: at each concurrency signoff, the raw program matched to
-signoff's figures, then LangGraph — alternating, so a change in the machine's other load
-touches all three alike — then the executor scaling batches and the profiled batch. Growth comes
-last, as it fills the proposals table."""
+"""The run. Each repeat's batches are prepared first (proposals proposed, LangGraph threads
+started) in a window of its own that is thrown away, then measured back to back: at each concurrency
+signoff, the raw program matched to signoff's figures, raw-minimal (fixed), LangGraph, then the
+full cycles — the order reversed on every other repeat, so a change in the machine's other
+load touches every side alike. Each repeat ends with the open loop and the executor scaling
+batches; the profiled batch comes after the repeats, growth last, as it fills the proposals
+table."""
 
 from __future__ import annotations
 
@@ -10,15 +12,17 @@ import asyncio
 import json
 import os
 import sys
-from dataclasses import asdict, replace
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import structlog
 
 from signoff_bench import infra, machine, profile, report
 from signoff_bench.growth import Growth
-from signoff_bench.raw_side import Plan
-from signoff_bench.results import Batch, Run
+from signoff_bench.raw_side import MINIMAL, Plan
+from signoff_bench.results import Batch, Run, open_step
 from signoff_bench.rig import Rig, rig
 from signoff_bench.settings import BenchConfig, load
 
@@ -41,44 +45,134 @@ def _record(found: Batch) -> Batch:
 
 
 async def compare(r: Rig, config: BenchConfig, run: Run) -> None:
+    """Each repeat measures every side at every concurrency (resume-only, then full cycle),
+    the sides' order reversed on every other repeat; then the open loop and executor scaling."""
     n, levels = config.n, config.concurrency
-    signoff = {c: await r.signoff.prepare(n) for c in levels}
-    raw = {c: await r.raw.prepare(n) for c in levels}
-    peer = {c: await r.peer.prepare(n) for c in levels}
-    scaling = {e: await r.signoff.prepare(n) for e in config.executors if e > 1}
-    profiled = await r.signoff.prepare(n) if config.profile else []
-    log.info("bench.prepared")
     await r.windows.start(r.signoff.quiet)
-    run.notes.append(f"idle background {await r.windows.calibrate():.1f} commits/s, subtracted")
-    for c in levels:
-        mine = _record(await r.signoff.measure(r.windows, signoff[c], c))
-        run.batches.append(mine)
-        plan = Plan(
-            commits=mine.commits_per_proposal,
-            messages=mine.messages_per_proposal or 0.0,
-            message_bytes=int(mine.notes["message_bytes"]),
+    background = await r.windows.calibrate()
+    cpu = ", ".join(f"{k} {v * 1000:.0f} ms/s" for k, v in r.windows.background_cpu_per_s.items())
+    run.notes.append(
+        f"idle background {background:.1f} commits/s and CPU {cpu or 'none'} (the servers, "
+        "measured with nothing sent), subtracted from every window"
+    )
+    plans: dict[int, Plan] = {}
+    for repeat in range(config.repeats):
+        order = [*RESUME, *CYCLE]
+        if repeat % 2:
+            order.reverse()
+        prepared = {(side, c): await _prepare(r, side, n) for c in levels for side in order}
+        await r.windows.close(_quiet_all(r))  # the preparation's window is discarded
+        for c in levels:
+            for side in order:
+                found = await _measure(r, side, c, prepared[side, c], plans)
+                if found is not None:
+                    found.repeat = repeat
+                    run.batches.append(_record(found))
+        await open_loop(r, config, run, repeat)
+        await scale(r, config, run, repeat)
+
+
+RESUME = ("signoff", "raw", "raw-minimal", "langgraph")
+CYCLE = ("signoff-cycle", "langgraph-cycle")
+
+
+async def _prepare(r: Rig, side: str, n: int) -> list[str]:
+    if side == "signoff":
+        return await r.signoff.prepare(n)
+    if side in ("raw", "raw-minimal"):
+        return await r.raw.prepare(n)
+    if side == "langgraph":
+        return await r.peer.prepare(n)
+    if side == "signoff-cycle":
+        return await r.signoff.prepare_forms(n)
+    return await r.peer.prepare_forms(n)
+
+
+async def _measure(
+    r: Rig, side: str, c: int, ids: list[str], plans: dict[int, Plan]
+) -> Batch | None:
+    if side == "signoff":
+        found = await r.signoff.measure(r.windows, ids, c)
+        plans[c] = Plan(
+            commits=found.commits_per_proposal,
+            messages=found.messages_per_proposal or 0.0,
+            message_bytes=int(found.notes["message_bytes"]),
         )
-        run.batches.append(_record(await r.raw.measure(r.windows, raw[c], c, plan)))
-        run.batches.append(_record(await r.peer.measure(r.windows, peer[c], c)))
-    await scale(r, config, run, scaling)
-    if profiled:
-        run.profile = await profile_batch(r, config, run, profiled)
+        return found
+    if side in ("raw", "raw-minimal"):
+        # raw matches signoff's figures: this repeat's, or the last one's when raw goes first
+        plan = MINIMAL if side == "raw-minimal" else plans.get(c)
+        return None if plan is None else await r.raw.measure(r.windows, ids, c, plan, side)
+    if side == "langgraph":
+        return await r.peer.measure(r.windows, ids, c)
+    if side == "signoff-cycle":
+        return await r.signoff.cycle(r.windows, ids, c)
+    return await r.peer.cycle(r.windows, ids, c)
 
 
-async def scale(r: Rig, config: BenchConfig, run: Run, prepared: dict[int, list[str]]) -> None:
-    """One executor is the comparison's batch at the highest concurrency; then more replicas."""
+def _quiet_all(r: Rig) -> Callable[[], Awaitable[bool]]:
+    async def quiet() -> bool:
+        return await r.signoff.quiet() and await r.raw.quiet()
+
+    return quiet
+
+
+async def _until_quiet(r: Rig, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await _quiet_all(r)():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the system did not go quiet within {timeout}s")
+        await asyncio.sleep(0.1)
+
+
+async def open_loop(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
+    """Approvals offered at each rate for ``open_seconds``, stepped up until p99
+    approve→outcome exceeds the bound; signoff and raw-minimal, alternating first."""
+    sides = ["signoff", "raw-minimal"][:: -1 if repeat % 2 else 1]
+    for side in sides:
+        for rate in config.open_rates:
+            n = max(1, int(rate * config.open_seconds))
+            if side == "signoff":
+                ids = await r.signoff.prepare(n)
+                await _until_quiet(r)
+                samples = await r.signoff.open_loop(ids, rate)
+                done = await r.signoff.outcome_times(ids)
+            else:
+                ids = await r.raw.prepare(n)
+                samples = await r.raw.open_loop(ids, rate)
+                done = await r.raw.outcome_times(ids)
+            await _until_quiet(r)
+            step = open_step(side, rate, repeat, samples, done, config.open_p99_ms)
+            log.info(
+                "bench.open_loop",
+                side=side,
+                rate=rate,
+                p99_ms=round(step.latency_ms["p99"], 1),
+                held=step.held,
+                failed=step.failed,
+            )
+            run.open_loop.append(step)
+            if not step.held:
+                break
+    await r.windows.close(_quiet_all(r))  # the open loop counts no commits or CPU: discarded
+
+
+async def scale(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
+    """Card refunds (the provider answering after ``provider_delay_ms``) at the highest
+    concurrency with 1, 2, 4 ... executor processes; back to one executor afterwards."""
     top = config.scaling_concurrency
-    first = run.find("signoff", top)
-    if first is not None and 1 in config.executors:
-        run.scaling.append(replace(first, notes={**first.notes, "from": "comparison batch"}))
-    running = 1
-    for executors in sorted(prepared):
-        while running < executors:
+    prepared = {e: await r.signoff.prepare_refunds(config.n) for e in config.executors}
+    for executors in sorted(config.executors):
+        while r.stack.executors() < executors:
             await asyncio.to_thread(r.stack.add_executor)
-            running += 1
-        await r.windows.close(r.signoff.quiet)  # the new processes' start-up is not measured
+        await r.windows.close(_quiet_all(r))  # preparation and start-up are not measured
         found = await r.signoff.measure(r.windows, prepared[executors], top, executors)
+        found.repeat = repeat
+        found.notes["operation"] = "order.refund_missing_discount"
+        found.notes["provider_delay_ms"] = config.provider_delay_ms
         run.scaling.append(_record(found))
+    await asyncio.to_thread(r.stack.remove_executors)
+    await r.windows.close(_quiet_all(r))
 
 
 async def profile_batch(r: Rig, config: BenchConfig, run: Run, ids: list[str]) -> dict[str, object]:
@@ -109,9 +203,14 @@ async def main(config: BenchConfig) -> Run:
             versions=machine.versions(
                 await r.counters.server_version(), await infra.broker_version()
             ),
-            config={k: str(v) for k, v in asdict(config).items()},
+            # where the output went is not a figure (and no machine path belongs in the repo)
+            config={k: str(v) for k, v in asdict(config).items() if k not in ("doc", "json_out")},
         )
         await compare(r, config, run)
+        if config.profile:
+            ids = await r.signoff.prepare(config.n)
+            await r.windows.close(_quiet_all(r))
+            run.profile = await profile_batch(r, config, run, ids)
         compared = r.peak_rss()  # growth restarts the proposals service
         growth = Growth(r, config.growth_samples)
         await growth.start()

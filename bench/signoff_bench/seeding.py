@@ -24,6 +24,8 @@ from signoff_runtime.settings import AuthSettings
 from signoff_runtime.tokens import issue_token
 
 KIND = "email_broadcast.apply_draft"
+#: the card-provider operation of the executor scaling batches (the provider answers late)
+REFUND = "order.refund_missing_discount"
 PROPOSE_CONCURRENCY = 8
 
 
@@ -33,6 +35,8 @@ class Club:
     manager_id: str
     segment_ids: list[str]
     token: str
+    #: the demo's refund case (order, payment, line item, discount), cloned per proposal
+    refund_case: dict[str, str]
 
     @property
     def headers(self) -> dict[str, str]:
@@ -60,6 +64,7 @@ async def seed_club(env: dict[str, str]) -> Club:
         manager_id=manager,
         segment_ids=list(org["broadcast_case"]["segment_ids"]),
         token=issue_token(AuthSettings(), manager, org["id"]),
+        refund_case=dict(org["refund_case"]),
     )
 
 
@@ -93,6 +98,107 @@ async def propose_all(agent_url: str, club: Club, form_ids: list[str]) -> list[s
                 response = await http.post(
                     f"/v1/operations/{KIND}/propose",
                     json={"resource_id": form_id, "request": draft(index, club.segment_ids)},
+                )
+                if response.status_code != 201:
+                    raise RuntimeError(f"propose answered {response.status_code}: {response.text}")
+                found.append(response.json()["proposal"]["id"])
+
+        await asyncio.gather(*(worker() for _ in range(PROPOSE_CONCURRENCY)))
+    return found
+
+
+async def add_refund_cases(conn: asyncpg.Connection, case: dict[str, str], count: int) -> list[str]:
+    """``count`` copies of the demo's refund case (an order whose discount was never applied,
+    paid by card), each with ids of its own; their order ids."""
+    order = await conn.fetchrow("SELECT * FROM club.orders WHERE id = $1", case["order_id"])
+    lines = await conn.fetch("SELECT * FROM club.line_items WHERE order_id = $1", order["id"])
+    links = await conn.fetch(
+        "SELECT line_item_id, discount_id, applied FROM club.line_item_discounts "
+        "WHERE line_item_id = ANY($1::text[])",
+        [r["id"] for r in lines],
+    )
+    payment = await conn.fetchrow("SELECT * FROM club.payments WHERE id = $1", case["payment_id"])
+    orders, items, discounts, payments = [], [], [], []
+    for _ in range(count):
+        oid = new_id("ord")
+        orders.append(
+            (
+                oid,
+                order["organization_id"],
+                order["participant_id"],
+                order["currency"],
+                order["total_cents"],
+            )
+        )
+        renamed = {r["id"]: new_id("lin") for r in lines}
+        items += [
+            (
+                renamed[r["id"]],
+                oid,
+                r["product_id"],
+                r["quantity"],
+                r["unit_price_cents"],
+                r["amount_cents"],
+            )
+            for r in lines
+        ]
+        discounts += [(renamed[r["line_item_id"]], r["discount_id"], r["applied"]) for r in links]
+        payments.append(
+            (
+                new_id("pay"),
+                oid,
+                payment["method"],
+                payment["amount_cents"],
+                f"{payment['provider_ref']}_{oid}",
+                payment["card_last4"],
+            )
+        )
+    for table, columns, records in (
+        ("orders", ["id", "organization_id", "participant_id", "currency", "total_cents"], orders),
+        (
+            "line_items",
+            ["id", "order_id", "product_id", "quantity", "unit_price_cents", "amount_cents"],
+            items,
+        ),
+        ("line_item_discounts", ["line_item_id", "discount_id", "applied"], discounts),
+        (
+            "payments",
+            ["id", "order_id", "method", "amount_cents", "provider_ref", "card_last4"],
+            payments,
+        ),
+    ):
+        await conn.copy_records_to_table(
+            table, schema_name="club", columns=columns, records=records
+        )
+    return [o[0] for o in orders]
+
+
+async def propose_refunds(
+    agent_url: str, club: Club, conn: asyncpg.Connection, order_ids: list[str]
+) -> list[str]:
+    """One card refund proposal per order (``order.refund_missing_discount``); their ids."""
+    rows = await conn.fetch(
+        "SELECT p.order_id, p.id AS payment_id, l.id AS line_item_id, d.discount_id "
+        "FROM club.payments p JOIN club.line_items l ON l.order_id = p.order_id "
+        "JOIN club.line_item_discounts d ON d.line_item_id = l.id AND NOT d.applied "
+        "WHERE p.order_id = ANY($1::text[])",
+        order_ids,
+    )
+    found: list[str] = []
+    pending = iter(rows)
+    async with httpx.AsyncClient(base_url=agent_url, headers=club.headers, timeout=30) as http:
+
+        async def worker() -> None:
+            for r in pending:
+                request = {
+                    "payment_id": r["payment_id"],
+                    "line_item_id": r["line_item_id"],
+                    "discount_id": r["discount_id"],
+                    "destination": "original_payment_method",
+                }
+                response = await http.post(
+                    f"/v1/operations/{REFUND}/propose",
+                    json={"resource_id": r["order_id"], "request": request},
                 )
                 if response.status_code != 201:
                     raise RuntimeError(f"propose answered {response.status_code}: {response.text}")

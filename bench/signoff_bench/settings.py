@@ -36,8 +36,18 @@ class BenchConfig:
     concurrency: tuple[int, ...]
     #: proposals already stored for the growth measurement
     growth: tuple[int, ...]
-    #: executor processes for the scaling measurement
+    #: executor processes for the scaling measurement (card refunds, a late provider)
     executors: tuple[int, ...]
+    #: how late the card provider answers each refund (ms): I/O-bound executor work
+    provider_delay_ms: int
+    #: each batch this many times, the sides' order alternating between repeats
+    repeats: int
+    #: the open loop's rates (approvals per second), stepped up until p99 exceeds the bound
+    open_rates: tuple[int, ...]
+    #: how long each open-loop step offers approvals (s)
+    open_seconds: float
+    #: the open loop's bound on approve→outcome p99 (ms)
+    open_p99_ms: float
     #: approvals and list calls sampled at each growth size
     growth_samples: int
     #: LangGraph peer processes (one per core by default: it is one process per worker)
@@ -56,13 +66,18 @@ class BenchConfig:
 def load() -> BenchConfig:
     smoke = _flag("BENCH_SMOKE", False)
     doc = os.environ.get("BENCH_DOC", "" if smoke else str(REPO / "docs" / "benchmarks.md"))
-    json_out = os.environ.get("BENCH_JSON", "")
+    json_out = os.environ.get("BENCH_JSON", "" if smoke else str(REPO / "docs" / "benchmarks.json"))
     return BenchConfig(
         smoke=smoke,
         n=_ints("BENCH_N", "20" if smoke else "400")[0],
         concurrency=_ints("BENCH_CONCURRENCY", "4" if smoke else "1,16,64"),
         growth=_ints("BENCH_GROWTH", "1000" if smoke else "10000,100000,1000000"),
-        executors=_ints("BENCH_EXECUTORS", "1" if smoke else "1,2,3"),
+        executors=_ints("BENCH_EXECUTORS", "1" if smoke else "1,2,4"),
+        provider_delay_ms=int(os.environ.get("BENCH_PROVIDER_DELAY_MS", "100")),
+        repeats=_ints("BENCH_REPEATS", "1" if smoke else "3")[0],
+        open_rates=_ints("BENCH_OPEN_RATES", "10,20" if smoke else "25,50,100,150,200,300,400"),
+        open_seconds=float(os.environ.get("BENCH_OPEN_SECONDS", "2" if smoke else "10")),
+        open_p99_ms=float(os.environ.get("BENCH_OPEN_P99_MS", "100")),
         growth_samples=_ints("BENCH_GROWTH_SAMPLES", "5" if smoke else "40")[0],
         peer_processes=_ints("BENCH_PEER_PROCESSES", "1" if smoke else str(os.cpu_count() or 1))[0],
         profile=_flag("BENCH_PROFILE", not smoke),

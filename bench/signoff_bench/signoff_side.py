@@ -9,17 +9,28 @@ broker confirmed before the relay marked it sent — counted by schema and routi
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 from signoff_runtime.topology import QUEUES, Topology
 
-from signoff_bench.driver import approve_all
+from signoff_bench.client import Connection
+from signoff_bench.driver import Sample, approve_all, cycle_all, offer
 from signoff_bench.infra import Probe, ready_messages
 from signoff_bench.results import Batch, batch
-from signoff_bench.seeding import Club, add_forms, propose_all
+from signoff_bench.seeding import (
+    KIND,
+    Club,
+    add_forms,
+    add_refund_cases,
+    draft,
+    propose_all,
+    propose_refunds,
+)
 from signoff_bench.stack import SignoffStack
 from signoff_bench.window import Windows
 
@@ -57,6 +68,60 @@ class SignoffSide:
             s: int(await self.probe.fetchval(f"SELECT coalesce(max(id), 0) FROM {s}.outbox"))  # noqa: S608
             for s in self.outbox_schemas
         }
+
+    async def prepare_refunds(self, n: int) -> list[str]:
+        """Card refund proposals (the executor scaling batches): each calls the provider."""
+        orders = await add_refund_cases(self.loader, self.club.refund_case, n)
+        return await propose_refunds(self.stack.url("agent"), self.club, self.loader, orders)
+
+    async def prepare_forms(self, n: int) -> list[str]:
+        """Forms for a full-cycle batch (proposed inside the measured window)."""
+        return await add_forms(self.loader, self.club.organization_id, n)
+
+    async def cycle(self, windows: Windows, forms: list[str], concurrency: int) -> Batch:
+        """The full cycle: propose (the agent's machine-facing endpoint) → approve → outcome,
+        per form; latency from the propose request to the recorded outcome."""
+        numbered = {form: i for i, form in enumerate(forms)}
+        segments = self.club.segment_ids
+
+        async def propose(conns: Mapping[str, Connection], form: str) -> tuple[int, str]:
+            body = {"resource_id": form, "request": draft(numbered[form], segments)}
+            status, answer = await conns["agent"].request(
+                "POST", f"/v1/operations/{KIND}/propose", json.dumps(body).encode()
+            )
+            return status, json.loads(answer)["proposal"]["id"] if status == 201 else form
+
+        async def approve(conns: Mapping[str, Connection], pid: str) -> tuple[int, str]:
+            status, _ = await conns["proposals"].request("POST", f"/v1/proposals/{pid}/approve")
+            return status, pid
+
+        bases = {"agent": self.stack.url("agent"), "proposals": self.stack.url("proposals")}
+        samples = await cycle_all(bases, self.club.headers, forms, [propose, approve], concurrency)
+        ids = [s.key for s in samples if s.status < 300]
+        await self.until_terminal(ids)
+        spent = await windows.close(self.quiet)
+        rows = await self._outcomes(ids)
+        return batch(
+            "signoff-cycle",
+            concurrency,
+            samples,
+            {r["id"]: r["at"] for r in rows if r["at"] is not None},
+            spent,
+            messages=None,
+            ok=sum(1 for r in rows if r["status"] == "succeeded"),
+            processes=self.stack.pids(),
+        )
+
+    async def open_loop(self, ids: list[str], rate: float) -> list[Sample]:
+        """Approvals offered at ``rate`` (scheduled-time samples); waits for every outcome."""
+        samples = await offer(
+            self.stack.url("proposals"),
+            self.club.headers,
+            [(pid, f"/v1/proposals/{pid}/approve") for pid in ids],
+            rate,
+        )
+        await self.until_terminal(ids)
+        return samples
 
     async def measure(
         self, windows: Windows, ids: list[str], concurrency: int, executors: int = 1

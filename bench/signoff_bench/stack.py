@@ -7,7 +7,9 @@ what would otherwise interfere with a benchmark raised or slowed: the pending-pr
 measured; the growth measurement restarts the proposals service with ``GROWTH_ENV``, so that its
 own sweep takes each lapsed batch at once, and reads how long that took from its ``/metrics``.
 The expiry batch is set here because that measurement lapses exactly one batch at a time.
-Nothing is tuned for speed.
+Nothing is tuned for speed. The card provider answers every refund after
+``provider_delay_ms`` (its own ``delay`` fault at probability 1): the executor scaling batches
+propose card refunds, I/O-bound work as a real provider's is; no other batch calls it.
 """
 
 from __future__ import annotations
@@ -45,10 +47,14 @@ class SignoffStack:
     amqp_url: str
     prefix: str
     log_dir: Path
+    provider_delay_ms: int = 100
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.env = stack_env(self.database_url, self.amqp_url, self.prefix, quick=False) | BENCH_ENV
+        if self.provider_delay_ms:
+            delay = f"delay=1,delay_ms={self.provider_delay_ms}"
+            self.env["SIGNOFF_CARD_PROVIDER_FAULTS"] = delay
 
     def start(self) -> None:
         sim = provider(self.env, self.log_dir).start()
@@ -67,6 +73,14 @@ class SignoffStack:
         self.processes[label] = proc.start()
         proc.wait_healthy(90.0)
         return label
+
+    def remove_executors(self) -> None:
+        """Back to the one executor the stack started with."""
+        for label in [n for n in self.processes if n.startswith("executor-")]:
+            self.processes.pop(label).stop()
+
+    def executors(self) -> int:
+        return sum(1 for n in self.processes if n.startswith("executor"))
 
     def restart(self, name: str, env: dict[str, str]) -> None:
         """Stop process ``name`` and start it again on its port with ``env`` added."""

@@ -6,6 +6,11 @@ window's closing snapshot opens the next. A window closes when its side's ``quie
 holds (outboxes and queues empty) and ``FLUSH_S`` has passed for PostgreSQL's counters. Its
 commits are the database's delta less the idle background (the pollers' commits per second,
 measured once at the start, times the window's length): what remains is the batch's work.
+The servers' CPU is treated alike: PostgreSQL's backends and RabbitMQ's node are measured with
+nothing sent (the same calibration window), and that idle rate times the window's length is
+subtracted from each window's figure — what remains is billed to the side measured. The broker
+is shared with whatever else runs on the machine, so its figure is only as clean as the machine
+is idle; the LangGraph side sends no messages and is never billed for it (``side_cpu``).
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from signoff_bench import resources
 from signoff_bench.infra import FLUSH_S, Counters, broker_counters
 
+SERVERS = ("postgres", "rabbitmq")
 Quiet = Callable[[], Awaitable[bool]]
 Pids = Callable[[], Mapping[str, int]]
 
@@ -45,6 +51,8 @@ class Windows:
     processes: Pids
     broker_pids: list[int]
     background_per_s: float = 0.0
+    #: idle CPU seconds per second of the servers (``postgres``, ``rabbitmq``)
+    background_cpu_per_s: dict[str, float] = field(default_factory=dict)
     _last: _Mark | None = field(default=None, init=False)
 
     async def _mark(self) -> _Mark:
@@ -74,20 +82,32 @@ class Windows:
         if after.broker is not None and before.broker is not None:
             broker = {k: after.broker[k] - before.broker[k] for k in after.broker}
         caused = after.commits - before.commits - self.background_per_s * seconds
-        return Spent(seconds, max(0.0, caused), resources.spent(before.cpu, after.cpu), broker)
+        cpu = resources.spent(before.cpu, after.cpu)
+        per_group = {
+            k: max(0.0, v - self.background_cpu_per_s.get(k, 0.0) * seconds)
+            for k, v in cpu.per_group.items()
+        }
+        cpu = replace(cpu, per_group=per_group)
+        return Spent(seconds, max(0.0, caused), cpu, broker)
 
     async def calibrate(self, seconds: float = 3.0) -> float:
         """Commits per second of the idle system (relays', sweeps' and pollers' transactions)."""
         self.background_per_s = 0.0
+        self.background_cpu_per_s = {}
         await asyncio.sleep(seconds)
         spent = await self.close(_always)
         self.background_per_s = spent.commits / spent.seconds
+        self.background_cpu_per_s = {
+            k: spent.cpu.per_group.get(k, 0.0) / spent.seconds for k in SERVERS
+        }
         return self.background_per_s
 
 
-def side_cpu(spent: Spent, names: Mapping[str, int]) -> dict[str, float]:
-    """A side's own processes plus the servers' share: what its batch cost the machine."""
-    keep = {*names, "postgres", "rabbitmq"}
+def side_cpu(spent: Spent, names: Mapping[str, int], *, broker: bool = True) -> dict[str, float]:
+    """A side's own processes plus the servers' share (less their idle background): what its
+    batch cost the machine. A side that sends no messages (``broker=False``) is not billed for
+    the broker."""
+    keep = {*names, "postgres", *(["rabbitmq"] if broker else [])}
     return {k: v for k, v in spent.cpu.per_group.items() if k in keep}
 
 

@@ -1,8 +1,9 @@
 """The benchmark harness at a tiny size, exactly as ``make bench`` runs it (a subprocess).
 
-It must start every process, measure all three sides, growth and scaling, and print the table;
-signoff's and the raw program's commits and messages per proposal must match, since the raw
-program is configured from signoff's figures.
+It must start every process, measure every side (signoff, raw, raw-minimal, LangGraph, and the
+two full cycles), the open loop, growth and scaling, and print the table; signoff's and the raw
+program's commits and messages per proposal must match, since the raw program is configured from
+signoff's figures, while raw-minimal stays at its fixed four commits and three messages.
 """
 
 from __future__ import annotations
@@ -43,19 +44,40 @@ def test_the_harness_measures_every_side_and_prints_every_row(tmp_path: Path) ->
 
     for c in concurrency:
         sides = {b["side"]: b for b in run["batches"] if b["concurrency"] == c}
-        assert set(sides) == {"signoff", "raw", "langgraph"}, c
+        assert set(sides) == {
+            "signoff",
+            "raw",
+            "raw-minimal",
+            "langgraph",
+            "signoff-cycle",
+            "langgraph-cycle",
+        }, c
         for side, found in sides.items():
             assert found["ok"] == found["n"], (side, c, found)
             assert found["throughput"] > 0, (side, c)
         signoff, raw = sides["signoff"], sides["raw"]
         assert signoff["messages_per_proposal"] == raw["messages_per_proposal"], (signoff, raw)
+        # commits come from a counter the idle pollers share (about 5 a second, subtracted at
+        # its calibrated rate): over a window of 11 s or more that is a few commits per
+        # proposal at N=20 on a loaded machine, against the 6 or more by which an unconfigured
+        # raw program (four commits) would differ from signoff
         gap = abs(signoff["commits_per_proposal"] - raw["commits_per_proposal"])
-        assert gap <= max(1.5, 0.15 * signoff["commits_per_proposal"]), (signoff, raw)
+        assert gap <= max(3.5, 0.3 * signoff["commits_per_proposal"]), (signoff, raw)
+        minimal = sides["raw-minimal"]
+        assert minimal["messages_per_proposal"] == 3.0, minimal
+        # four commits, read from a counter shared with the idle pollers: loose at this size
+        assert abs(minimal["commits_per_proposal"] - 4.0) <= 2.5, minimal
+        assert sides["langgraph-cycle"]["failed"] == 0, sides["langgraph-cycle"]
         row = next(line for line in done.stdout.splitlines() if line.startswith(f"| {c} |"))
         assert row.count("|") == 13, row
 
     assert [g["stored"] for g in run["growth"]] == [1000]
     assert run["growth"][0]["swept"] > 0
     assert [b["executors"] for b in run["scaling"]] == [1]
+    assert run["scaling"][0]["ok"] == run["scaling"][0]["n"], run["scaling"][0]
+    for side in ("signoff", "raw-minimal"):
+        steps = [s for s in run["open_loop"] if s["side"] == side]
+        assert steps and all(s["n"] > 0 for s in steps), (side, run["open_loop"])
     assert {"proposals", "executor", "reconciler", "agent"} <= set(run["peak_rss_mb"])
-    assert "signoff ÷ raw" in doc.read_text()
+    written = doc.read_text()
+    assert "signoff ÷ raw-minimal" in written and "Targets of issue 18" in written

@@ -39,7 +39,8 @@ _MUTATE = (
     "applied_proposal_id = $1, updated_at = now() WHERE id = $4"
 )
 _RECORD = (
-    f"UPDATE {SCHEMA}.proposals SET status = 'succeeded', outcome_at = now() "  # noqa: S608
+    f"UPDATE {SCHEMA}.proposals SET status = 'succeeded', "  # noqa: S608
+    "outcome_at = statement_timestamp() "
     "WHERE id = $1 AND status = 'executing'"
 )
 _DEDUP = f"INSERT INTO {SCHEMA}.inbox (message_id) VALUES ($1) ON CONFLICT DO NOTHING"  # noqa: S608
