@@ -58,9 +58,10 @@ def test_the_harness_measures_every_side_and_prints_every_row(tmp_path: Path) ->
         signoff, raw = sides["signoff"], sides["raw"]
         assert signoff["messages_per_proposal"] == raw["messages_per_proposal"], (signoff, raw)
         # the plan reached the raw program: its messages are exact counts, set by the plan;
-        # commits are not compared here — they come from a database-wide counter that the
-        # idle pollers and autovacuum share, which a loaded machine moves by several commits
-        # per proposal at N=20 (a quiet full run compares them in docs/benchmarks.md)
+        # commits are not compared here — they come from a database-wide counter shared with
+        # the idle pollers (and, it seems, autovacuum after the preparation's bulk inserts):
+        # on a loaded machine two runs at N=20 missed by 3 and by 12 commits per proposal
+        # (a quiet full run compares them in docs/benchmarks.md)
         minimal = sides["raw-minimal"]
         assert minimal["messages_per_proposal"] == 3.0, minimal
         assert sides["langgraph-cycle"]["failed"] == 0, sides["langgraph-cycle"]
