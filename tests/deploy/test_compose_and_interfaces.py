@@ -203,7 +203,8 @@ def openapi_faults(document: dict[str, Any]) -> list[str]:
                 faults.append(f"{where}: no bearer security")
             for status, answer in op["responses"].items():
                 bodies = answer.get("content", {})
-                if status.startswith("2") and not any(b.get("schema") for b in bodies.values()):
+                has_body = status.startswith("2") and status != "204"  # 204: no content, by name
+                if has_body and not any(b.get("schema") for b in bodies.values()):
                     faults.append(f"{where}: {status} without a schema")
                 if status.startswith("2") and any(
                     b.get("schema", {}).get("additionalProperties") is True

@@ -42,6 +42,7 @@ OPERATION_TABLES = {
     "line_item_discounts",
     "orders",
     "broadcast_forms",
+    "late_fees",
 }
 DIRECTORY = {"organizations", "users", "memberships"}
 
