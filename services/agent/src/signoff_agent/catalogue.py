@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from signoff_contracts.assistants import strict_parameters
 from signoff_contracts.catalogue import Catalogue, OperationInfo
 from signoff_contracts.operations import LOCALES, Actor, Membership, Scope
-from signoff_runtime.members import Authorization, current_member
+from signoff_runtime.members import Authorization, current_member_now
 from signoff_runtime.problems import Problem, responses
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import AGENT_AUDIENCE
@@ -51,10 +51,9 @@ def _may_propose(op: Any, member: Membership) -> bool:
 
 async def _caller(request: Request, authorization: str | None) -> tuple[Proposer, Membership]:
     proposer: Proposer = request.app.state.proposer
-    async with proposer.engine.connect() as conn:
-        member = await current_member(
-            proposer.auth, proposer.directory, conn, authorization, audience=AGENT_AUDIENCE
-        )
+    member = await current_member_now(
+        proposer.auth, proposer.directory, proposer.engine, authorization, audience=AGENT_AUDIENCE
+    )
     return proposer, member
 
 

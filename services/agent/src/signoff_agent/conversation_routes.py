@@ -26,7 +26,7 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from signoff_contracts.operations import Directory, Membership, Scope
-from signoff_runtime.members import current_member
+from signoff_runtime.members import current_member_now
 from signoff_runtime.openapi import event_stream, ok
 from signoff_runtime.problems import Problem, problem_response, responses
 from signoff_runtime.registry import Operations
@@ -77,10 +77,9 @@ class Conversations:
         self.stream_limit = streams.StreamLimit(self.group.max_streams_per_person)
 
     async def member(self, authorization: str | None) -> Membership:
-        async with self.engine.connect() as conn:
-            return await current_member(
-                self.auth, self.directory, conn, authorization, audience=AGENT_AUDIENCE
-            )
+        return await current_member_now(
+            self.auth, self.directory, self.engine, authorization, audience=AGENT_AUDIENCE
+        )
 
     async def visible(self, conversation_id: str, member: Membership) -> Row[Any]:
         async with self.engine.connect() as conn:

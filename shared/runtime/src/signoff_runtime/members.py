@@ -48,6 +48,20 @@ async def current_member(
     return member
 
 
+async def current_member_now(
+    auth: AuthSettings,
+    directory: Directory,
+    engine: AsyncEngine,
+    authorization: str | None,
+    *,
+    audience: str,
+) -> Membership:
+    """``current_member`` on a short connection of its own, returned at once: for routes that
+    then hold the request open (streams, long polls) or need no connection afterwards."""
+    async with engine.connect() as conn:
+        return await current_member(auth, directory, conn, authorization, audience=audience)
+
+
 @dataclass(frozen=True, slots=True)
 class Reader:
     """A verified current member and the read connection the check ran on."""

@@ -66,9 +66,7 @@ def not_found() -> Problem:
 
 
 async def member_of(ctx: Context, authorization: str | None) -> Membership:
-    """The current-member check on a connection of its own, returned at once: for routes that
-    then hold the request open (streams, long polls) without holding a pooled connection."""
-    async with ctx.engine.connect() as conn:
-        return await members.current_member(
-            ctx.settings.auth, ctx.directory, conn, authorization, audience=PROPOSALS_AUDIENCE
-        )
+    """The current member, checked on a connection not kept for the request."""
+    return await members.current_member_now(
+        ctx.settings.auth, ctx.directory, ctx.engine, authorization, audience=PROPOSALS_AUDIENCE
+    )
