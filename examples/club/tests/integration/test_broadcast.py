@@ -10,7 +10,7 @@ from signoff_club.operations import apply_broadcast_draft
 from signoff_club.testing import BroadcastWorld, count_rows, execution_context
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import ExecutionContext, Rejected
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, event, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -174,3 +174,38 @@ async def test_revalidate_holds_the_form(
                     update(b).where(b.c.id == arguments.broadcast_id).values(subject="edit")
                 )
             await other.rollback()
+
+
+async def test_revalidate_and_execute_cost_three_statements(
+    engine: AsyncEngine, broadcast_world: BroadcastWorld
+) -> None:
+    """Round trips in the executor's transaction: the form's one lock, the segments with their
+    audience, and the UPDATE that copies the draft (its filters by a subquery). A performance
+    budget: more is a regression."""
+    arguments = (await _resolve(engine, broadcast_world, broadcast_world.request)).arguments
+    sent: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", count)
+    try:
+        result = await _run(engine, broadcast_world, arguments, execution_context())
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", count)
+    assert result.audience_count == 3
+    assert len(sent) == 3, sent
+
+
+async def test_a_segment_gone_between_revalidate_and_execute_applies_nothing(
+    engine: AsyncEngine, broadcast_world: BroadcastWorld
+) -> None:
+    """The copy of the filters must name every segment approved; one missing fails the
+    execution (its UPDATE rolled back with the raise), as before it was one statement."""
+    op = broadcast_world.operation
+    arguments = (await _resolve(engine, broadcast_world, broadcast_world.request)).arguments
+    gone = arguments.model_copy(update={"segment_ids": (*arguments.segment_ids, new_id("seg"))})
+    with pytest.raises(LookupError, match="vanished"):
+        async with engine.begin() as conn:
+            await op.execute(gone, broadcast_world.scope, execution_context(), conn)
+    assert (await _form(engine, broadcast_world)).revision == 0

@@ -32,11 +32,12 @@ from signoff_contracts.operations import (
     Scope,
 )
 from signoff_contracts.reasons import Reason
-from sqlalchemy import func, select, update
+from sqlalchemy import ARRAY, ScalarSelect, Text, func, literal, select, text, update
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_club import tables as t
-from signoff_club.read_model import count_audience
+from signoff_club.read_model import audience_query
 
 SegmentId = Annotated[str, StringConstraints(min_length=1, max_length=72)]
 
@@ -183,10 +184,10 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
         form = await _form(conn, scope, lock=False)
         if form is None:
             raise Rejected("broadcast_not_found")
-        names = await _segment_names(conn, scope.organization_id, request.segment_ids)
-        if isinstance(names, Reason):
-            raise Rejected(names.code, **names.params)
-        audience = await count_audience(conn, scope.organization_id, request.segment_ids)
+        found = await _segments(conn, scope.organization_id, request.segment_ids)
+        if isinstance(found, Reason):
+            raise Rejected(found.code, **found.params)
+        names, audience = found
         arguments = DraftArguments(
             broadcast_id=scope.resource_id,
             segment_ids=tuple(request.segment_ids),
@@ -210,17 +211,19 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
     async def revalidate(
         self, arguments: DraftArguments, scope: Scope, conn: AsyncConnection
     ) -> Reason | None:
-        """Lock the form, then recount. The count is exact as of this transaction; members
-        joining after it are the sender's to see in the form — nothing is sent here."""
+        """Lock the form, then recount: two statements, the form's lock (the transaction's only
+        one: ``execute``'s UPDATE finds it held) and the segments with their audience. The count
+        is exact as of that second statement, taken once the lock is held; members joining
+        after it are the sender's to see in the form — nothing is sent here."""
         form = await _form(conn, scope, lock=True)
         if form is None or arguments.broadcast_id != scope.resource_id:
             return Reason(code="broadcast_not_found")
         if form.revision != arguments.form_revision:
             return Reason(code="broadcast_changed")
-        names = await _segment_names(conn, scope.organization_id, arguments.segment_ids)
-        if isinstance(names, Reason):
-            return names
-        current = await count_audience(conn, scope.organization_id, arguments.segment_ids)
+        found = await _segments(conn, scope.organization_id, arguments.segment_ids)
+        if isinstance(found, Reason):
+            return found
+        _, current = found
         if current != arguments.audience_count:
             return Reason(
                 code="audience_changed",
@@ -231,10 +234,35 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
     async def execute(
         self, arguments: DraftArguments, scope: Scope, ctx: ExecutionContext, conn: AsyncConnection
     ) -> DraftResult:
-        form = await _form(conn, scope, lock=True)
-        if form is None:
-            raise LookupError(f"broadcast {scope.resource_id} vanished after revalidation")
-        if form.applied_proposal_id == ctx.proposal_id:
+        """One UPDATE, the segments' filters copied in by a subquery; only when it matches
+        nothing (the form already holds this proposal's draft, or it vanished) one more
+        statement reads the form."""
+        b = t.broadcast_forms
+        applied = (
+            await conn.execute(
+                update(b)
+                .where(
+                    b.c.id == scope.resource_id,
+                    b.c.organization_id == scope.organization_id,
+                    b.c.applied_proposal_id.is_distinct_from(ctx.proposal_id),
+                )
+                .values(
+                    subject=arguments.subject,
+                    body=arguments.body,
+                    segment_ids=list(arguments.segment_ids),
+                    filters=_filters(scope.organization_id, arguments.segment_ids),
+                    audience_count=arguments.audience_count,
+                    applied_proposal_id=ctx.proposal_id,
+                    revision=b.c.revision + 1,
+                    updated_at=func.now(),
+                )
+                .returning(b.c.id, b.c.name, func.jsonb_array_length(b.c.filters).label("copied"))
+            )
+        ).first()
+        if applied is None:
+            form = await _form(conn, scope, lock=True)
+            if form is None:
+                raise LookupError(f"broadcast {scope.resource_id} vanished after revalidation")
             return DraftResult(
                 broadcast_id=form.id,
                 audience_count=form.audience_count,
@@ -242,25 +270,12 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
                 subject=form.subject,
                 rechecked=RECHECKED,
             )
-        b = t.broadcast_forms
-        await conn.execute(
-            update(b)
-            .where(b.c.id == form.id)
-            .values(
-                subject=arguments.subject,
-                body=arguments.body,
-                segment_ids=list(arguments.segment_ids),
-                filters=await _filters(conn, scope.organization_id, arguments.segment_ids),
-                audience_count=arguments.audience_count,
-                applied_proposal_id=ctx.proposal_id,
-                revision=b.c.revision + 1,
-                updated_at=func.now(),
-            )
-        )
+        if applied.copied != len(arguments.segment_ids):  # raising rolls the UPDATE back
+            raise LookupError(f"a segment of broadcast {applied.id} vanished after revalidation")
         return DraftResult(
-            broadcast_id=form.id,
+            broadcast_id=applied.id,
             audience_count=arguments.audience_count,
-            broadcast_name=form.name,
+            broadcast_name=applied.name,
             subject=arguments.subject,
             rechecked=RECHECKED,
         )
@@ -296,31 +311,40 @@ async def _form(conn: AsyncConnection, scope: Scope, *, lock: bool) -> Any:
     return (await conn.execute(query.with_for_update() if lock else query)).first()
 
 
-async def _segment_names(
+async def _segments(
     conn: AsyncConnection, organization_id: str, segment_ids: Sequence[str]
-) -> tuple[str, ...] | Reason:
-    """The segments' names in the order given, or the first id not in the organization."""
+) -> tuple[tuple[str, ...], int] | Reason:
+    """The segments' names in the order given and their audience (``count_audience``), in one
+    statement; or the first id not in the organization."""
     s = t.segments
-    rows = await conn.execute(
-        select(s.c.id, s.c.name).where(
-            s.c.organization_id == organization_id, s.c.id.in_(list(segment_ids))
+    # not correlated: the count is over all the segments, not the row's own
+    audience = audience_query(organization_id, segment_ids).correlate(None).scalar_subquery()
+    rows = (
+        await conn.execute(
+            select(s.c.id, s.c.name, audience.label("audience")).where(
+                s.c.organization_id == organization_id, s.c.id.in_(list(segment_ids))
+            )
         )
-    )
+    ).all()
     names = {r.id: r.name for r in rows}
     missing = [sid for sid in segment_ids if sid not in names]
     if missing:
         return Reason(code="segment_not_found", params={"segment_id": missing[0]})
-    return tuple(names[sid] for sid in segment_ids)
+    return tuple(names[sid] for sid in segment_ids), int(rows[0].audience)
 
 
-async def _filters(
-    conn: AsyncConnection, organization_id: str, segment_ids: Sequence[str]
-) -> list[dict[str, Any]]:
+def _filters(organization_id: str, segment_ids: Sequence[str]) -> ScalarSelect[Any]:
+    """The segments' ``{segment_id, name, filter}`` as a JSON array in the order given (a
+    subquery of ``execute``'s UPDATE); a segment no longer there is missing from it."""
     s = t.segments
-    rows = await conn.execute(
-        select(s.c.id, s.c.name, s.c.filter).where(
-            s.c.organization_id == organization_id, s.c.id.in_(list(segment_ids))
-        )
+    ordered = list(segment_ids)
+    entry = func.jsonb_build_object("segment_id", s.c.id, "name", s.c.name, "filter", s.c.filter)
+    position = func.array_position(literal(ordered, ARRAY(Text)), s.c.id)
+    return (
+        select(func.coalesce(func.jsonb_agg(aggregate_order_by(entry, position)), _EMPTY))
+        .where(s.c.organization_id == organization_id, s.c.id.in_(ordered))
+        .scalar_subquery()
     )
-    by_id = {r.id: {"segment_id": r.id, "name": r.name, "filter": r.filter} for r in rows}
-    return [by_id[sid] for sid in segment_ids]
+
+
+_EMPTY = text("'[]'::jsonb")
