@@ -56,7 +56,10 @@ class Admitted:
 async def approve(
     ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str
 ) -> ApprovalReply:
-    admitted = await admit(ctx, tx, token, proposal_id, "approve")
+    # the row is read with its lock, which the quorum step needs (policies.quorum); not under
+    # SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS (tests only), whose racers read it before either wins
+    locked = not ctx.settings.unsafe.claim_without_status
+    admitted = await admit(ctx, tx, token, proposal_id, "approve", lock=locked)
     if isinstance(admitted, ApprovalReply):
         return admitted
     row = admitted.row
@@ -72,7 +75,9 @@ async def approve(
     if not op.authorize(actor_of(admitted), scope_of(row)):
         return await forbidden(tx, admitted, "approve")
     # the approval policy's quorum (policies.quorum says why this stays exactly-once)
-    counted = await quorum.tally(ctx, tx, row.id, actor_of(admitted))
+    counted = await quorum.tally(
+        ctx, tx, row.id, actor_of(admitted), locked=row if locked else None
+    )
     if counted.lost:
         return await after_lost_claim(ctx, tx, row.id)
     if counted.refused is not None:
@@ -147,13 +152,21 @@ async def end_pending(
 
 
 async def admit(
-    ctx: Context, tx: UnitOfWork, token: str | None, proposal_id: str, command: str
+    ctx: Context,
+    tx: UnitOfWork,
+    token: str | None,
+    proposal_id: str,
+    command: str,
+    *,
+    lock: bool = False,
 ) -> Admitted | ApprovalReply:
+    """The person (token, current membership) and their organization's proposal, or the reply
+    that ends the command; ``lock``: the row is read locked until the transaction ends."""
     try:
         claims = await verify_token_async(ctx.settings.auth, token, audience=PROPOSALS_AUDIENCE)
     except TokenInvalid:
         return reply(domain.UNAUTHENTICATED)
-    row = await repo.get(tx.conn, proposal_id)
+    row = await repo.get(tx.conn, proposal_id, lock=lock)
     in_org = row is not None and row.organization_id == claims.org
     member = await ctx.directory.membership(tx.conn, claims.sub, claims.org)
     if member is None or member.organization_id != claims.org:

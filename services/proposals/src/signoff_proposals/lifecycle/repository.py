@@ -95,12 +95,22 @@ def lapsed(table: Table, *, batch: int, row_id: str | None = None) -> CTE:
     return due.cte("due")
 
 
-async def get(conn: AsyncConnection, proposal_id: str) -> Row[Any] | None:
-    """The proposal, with ``lapsed``: is it past ``expires_at`` by the database clock now?"""
+async def get(conn: AsyncConnection, proposal_id: str, *, lock: bool = False) -> Row[Any] | None:
+    """The proposal, with ``lapsed``: is it past ``expires_at`` by the database clock now?
+    With ``lock``, locked until the transaction ends (an approval's quorum step)."""
+    if lock:
+        return (await conn.execute(_LOCKED, {"id": proposal_id})).first()
     stmt = select(*proposals.c, (proposals.c.expires_at <= DB_CLOCK).label("lapsed")).where(
         proposals.c.id == proposal_id
     )
     return cast("Row[Any] | None", (await conn.execute(stmt)).first())
+
+
+#: ``get`` with its lock, written short: ``pg_stat_activity`` shows a waiting query's first 1 kB
+_LOCKED = text(
+    "SELECT p.*, p.expires_at <= statement_timestamp() AS lapsed "
+    "FROM proposals.proposals p WHERE p.id = :id FOR UPDATE"
+)
 
 
 async def lock(conn: AsyncConnection, proposal_id: str) -> Row[Any] | None:

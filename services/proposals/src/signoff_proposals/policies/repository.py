@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, func, select, text, update
+from sqlalchemy import CTE, Row, func, insert, literal, select, text, update
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from signoff_proposals.lifecycle.repository import DB_CLOCK, AuditEntry, get
 from signoff_proposals.policies.domain import Policy, Requirement
-from signoff_proposals.tables import approval_policies, approvals, proposals
+from signoff_proposals.tables import approval_policies, approvals, audit, proposals
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,40 +141,59 @@ async def freeze(conn: AsyncConnection, proposal_id: str, need: Requirement) -> 
 async def lock(conn: AsyncConnection, proposal_id: str) -> Row[Any]:
     """The proposal with ``lapsed`` (past ``expires_at`` by the database clock), locked until
     the transaction ends: approvals of one proposal take their turns (``quorum``)."""
-    stmt = text(
-        "SELECT p.*, p.expires_at <= statement_timestamp() AS lapsed "
-        "FROM proposals.proposals p WHERE p.id = :id FOR UPDATE"
-    )
-    return (await conn.execute(stmt, {"id": proposal_id})).one()
+    row = await get(conn, proposal_id, lock=True)
+    assert row is not None, "proposals are never deleted"
+    return row
 
 
 async def record(
-    conn: AsyncConnection, proposal_id: str, approver: str, role: str
+    conn: AsyncConnection,
+    proposal_id: str,
+    approver: str,
+    role: str,
+    *,
+    audited: AuditEntry | None = None,
 ) -> Row[Any] | None:
-    """Record ``approver``'s approval and append it to the row's copy; ``None`` (nothing
-    written) if they had already approved."""
+    """Record ``approver``'s approval, append it to the row's copy and write ``audited`` — one
+    statement; ``None`` (nothing written) if they had already approved.
+
+    The approval's INSERT is the statement's ``WITH`` part: the UPDATE of the copy and the audit
+    row read what it inserted, so a repeated approval (the primary key's conflict) inserts
+    nothing and nothing else is written either."""
     inserted = (
-        await conn.execute(
-            pg_insert(approvals)
-            .values(proposal_id=proposal_id, approver=approver, role=role)
-            .on_conflict_do_nothing(index_elements=["proposal_id", "approver"])
-            .returning(approvals.c.approved_at)
-        )
-    ).first()
-    if inserted is None:
-        return None
+        pg_insert(approvals)
+        .values(proposal_id=proposal_id, approver=approver, role=role)
+        .on_conflict_do_nothing(index_elements=["proposal_id", "approver"])
+        .returning(approvals.c.proposal_id, approvals.c.approved_at)
+        .cte("recorded")
+    )
     mark = func.jsonb_build_array(
         func.jsonb_build_object(
-            "user_id", approver, "role", role, "at", func.to_jsonb(inserted.approved_at)
+            "user_id", approver, "role", role, "at", func.to_jsonb(inserted.c.approved_at)
         )
     )
     stmt = (
         update(proposals)
-        .where(proposals.c.id == proposal_id)
+        .where(proposals.c.id == inserted.c.proposal_id)
         .values(approvals=proposals.c.approvals.op("||")(mark))
         .returning(*proposals.c)
     )
-    return (await conn.execute(stmt)).one()
+    if audited is not None:
+        stmt = stmt.add_cte(_audit_after(inserted, audited))
+    return (await conn.execute(stmt)).first()
+
+
+def _audit_after(inserted: CTE, entry: AuditEntry) -> CTE:
+    """``entry``'s audit row, written only if ``inserted`` inserted a row."""
+    values = select(
+        literal(entry.proposal_id),
+        literal(entry.actor),
+        literal(entry.action),
+        literal(entry.detail, JSONB),
+        DB_CLOCK,
+    ).select_from(inserted)
+    columns = ["proposal_id", "actor", "action", "detail", "at"]
+    return insert(audit).from_select(columns, values).cte("audited")
 
 
 async def approvers(conn: AsyncConnection, proposal_id: str) -> Sequence[str]:
