@@ -142,7 +142,7 @@ async def count_audience(
     return int((await conn.execute(audience_query(organization_id, segment_ids))).scalar_one())
 
 
-def audience_query(organization_id: str, segment_ids: Sequence[str]) -> Select[tuple[int]]:
+def audience_query(organization_id: str, segment_ids: Sequence[str]) -> Select[int]:
     """``count_audience``'s query, for a caller that asks it beside another in one statement."""
     s, m = t.segments, t.segment_members
     return (

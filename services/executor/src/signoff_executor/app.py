@@ -58,7 +58,7 @@ def create_app(
         direct=unsafe.direct_publisher(runtime),
         skip_authz=settings.unsafe.skip_execution_authz,
     )
-    handlers.register(runtime, executor, prefetch=settings.executor.prefetch)
+    handlers.register(runtime, executor, prefetch=settings.executor.concurrency)
     relay = OutboxRelay(
         runtime.engine,
         tables.outbox,
@@ -77,7 +77,12 @@ def create_app(
         async with AsyncExitStack() as stack:
             await providers.open(stack, ops)
             async with runtime.running():
-                log.info("executor.ready", operations=[f"{k} v{v}" for k, v in ops.versions()])
+                log.info(
+                    "executor.ready",
+                    operations=[f"{k} v{v}" for k, v in ops.versions()],
+                    concurrency=settings.executor.concurrency,
+                    pool_size=settings.db.pool_size,
+                )
                 yield
 
     app = FastAPI(

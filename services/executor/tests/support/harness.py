@@ -33,7 +33,7 @@ def settings(
             url=amqp_url, prefix=topology.prefix, delivery_limit=topology.delivery_limit
         ),
         contracts=VERIFYING,
-        executor=ExecutorGroup(**{"prefetch": 4, "graceful_timeout_s": 10.0, **executor}),
+        executor=ExecutorGroup(**{"concurrency": 4, "graceful_timeout_s": 10.0, **executor}),
     )
 
 
