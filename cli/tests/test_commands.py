@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import subprocess
+import sys
 from importlib.metadata import version
 from pathlib import Path
 from unittest.mock import patch
@@ -134,3 +136,23 @@ def test_dev_run_reads_env_file_where_the_environment_is_silent(tmp_path: Path) 
         assert os.environ["SIGNOFF_AUTH__PUBLIC_KEYS"] == '{"k": "v"}'
         assert "SIGNOFF_WEB__SECURE_COOKIES" not in os.environ, "empty is unset"
         assert dev.read_env_file(tmp_path / "missing") == []
+
+
+def test_a_service_process_imports_no_other_command_no_alembic_no_rich() -> None:
+    """``signoff serve`` runs one service: the other packages' command groups, Alembic (only
+    migrations need it) and rich (structlog's terminal tracebacks) stay out of its memory."""
+    code = (
+        "import sys\n"
+        "sys.argv[1:] = ['serve', '--help']\n"
+        "from signoff_cli.main import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "unwanted = ('rich', 'alembic', 'signoff_web', 'signoff_club.cli',"
+        " 'signoff_proposals.cli')\n"
+        "print('imported:', sorted(name for name in unwanted if sys.modules.get(name)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "Usage" in done.stdout, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "imported: []", done.stdout

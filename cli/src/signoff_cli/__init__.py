@@ -1,1 +1,12 @@
 """The ``signoff`` command line: a thin shell that gathers subcommands by entry point."""
+
+import os
+import sys
+
+if sys.argv[1:2] == ["serve"]:
+    # A service's process (``signoff serve NAME``) never renders rich text, yet structlog imports
+    # rich and Pygments at import time, only to pretty-print exceptions on a terminal: ≈ 3.5 MB
+    # of every service's memory. Marked absent here, before anything imports structlog or
+    # typer: structlog then prints plain tracebacks, and typer (told so) plain help and errors.
+    sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
+    os.environ.setdefault("TYPER_USE_RICH", "0")

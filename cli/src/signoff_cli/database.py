@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import ModuleType
 from typing import Literal, Protocol
 
 import asyncpg
@@ -17,7 +18,6 @@ import typer
 from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from signoff_runtime.db import asyncpg_dsn
-from signoff_runtime.migrations import pending, upgrade_all
 from signoff_runtime.roles import ACCESS, RolesRefused, domains, passwords, role_name
 from signoff_runtime.settings import DatabaseSettings, load
 from sqlalchemy.engine import make_url
@@ -86,7 +86,7 @@ def migrate_all(settings: _Migrating) -> list[str]:
         raise typer.Exit(2) from None
     lines = [
         f"migrated {owner}"
-        for owner in upgrade_all(settings.db.url, db=settings.db, env=settings.env)
+        for owner in _migrations().upgrade_all(settings.db.url, db=settings.db, env=settings.env)
     ]
     names = ", ".join(role_name(settings.db.role_prefix, s) for s in ACCESS)
     return [*lines, f"database roles: {names}"]
@@ -131,8 +131,16 @@ def wait(
 def _behind(url: str, owners: list[str] | None) -> str:
     """What is not migrated yet, in one line ('' when everything is)."""
     try:
-        return "; ".join(asyncio.run(pending(url, owners)))
+        return "; ".join(asyncio.run(_migrations().pending(url, owners)))
     except ValueError:
         raise  # an owner this installation does not know: a mistake, not a wait
     except Exception as exc:  # unreachable, or the role not created yet: the Job may be running
         return f"database not ready ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+
+
+def _migrations() -> ModuleType:
+    """``signoff_runtime.migrations``, imported when a command migrates: it brings Alembic
+    (≈ 7 MB), which ``signoff serve`` — this module is imported for every command — never uses."""
+    import signoff_runtime.migrations
+
+    return signoff_runtime.migrations
