@@ -9,21 +9,27 @@ SDK's bounded retries, or answering something that is not a chat completion — 
 Endpoint: ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` as the SDK reads them; without
 ``OPENAI_BASE_URL`` the scripted model server (``SIGNOFF_AGENT__SCRIPTED_MODEL_URL``), which
 needs no key.
+
+The SDK is imported by the first turn that asks the model, not at start: ``openai`` imports all
+of its API's types eagerly (≈ 14 MB and 0.6 s here), which an agent serving only streams,
+conversations' reads or proposals made without a model never needs.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import openai
 import structlog
-from openai import AsyncOpenAI
 
 from signoff_agent.metrics import MODEL_CALLS, MODEL_TOKENS
 from signoff_agent.settings import AgentGroup
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 log = structlog.get_logger(__name__)
 
@@ -66,6 +72,8 @@ class OpenAIChatModel:
     async def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply:
+        import openai  # the client was made with it: imported already, a lookup
+
         try:
             completion = await self._client.chat.completions.create(
                 model=self._model,
@@ -124,14 +132,35 @@ def _text(call: Any) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
+class _Deferred:
+    """A ``ChatModel`` made by ``build`` at its first call (the module docstring says why)."""
+
+    def __init__(self, build: Callable[[], ChatModel]) -> None:
+        self._build = build
+        self._model: ChatModel | None = None
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply:
+        if self._model is None:
+            self._model = self._build()
+        return await self._model.complete(messages, tools)
+
+
 def build_model(group: AgentGroup) -> ChatModel:
     """The SDK client as the SDK configures itself, falling back to the scripted server."""
     real = os.environ.get("OPENAI_BASE_URL")
-    client = AsyncOpenAI(
-        base_url=real or group.scripted_model_url,
-        api_key=os.environ.get("OPENAI_API_KEY") or ("unused" if not real else None),
-        timeout=group.model_timeout_s,
-        max_retries=group.model_max_retries,
-    )
+
+    def build() -> ChatModel:
+        from openai import AsyncOpenAI
+
+        client = AsyncOpenAI(
+            base_url=real or group.scripted_model_url,
+            api_key=os.environ.get("OPENAI_API_KEY") or ("unused" if not real else None),
+            timeout=group.model_timeout_s,
+            max_retries=group.model_max_retries,
+        )
+        return OpenAIChatModel(client, group.model)
+
     log.info("model.configured", endpoint="configured" if real else "scripted", model=group.model)
-    return OpenAIChatModel(client, group.model)
+    return _Deferred(build)

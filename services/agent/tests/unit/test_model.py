@@ -7,13 +7,15 @@ are exercised (``max_retries=1``: two attempts).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import httpx2
 import pytest
 from openai import AsyncOpenAI
-from signoff_agent.model import ModelReply, ModelUnavailable, OpenAIChatModel, ToolCall
+from signoff_agent.model import ModelReply, ModelUnavailable, OpenAIChatModel, ToolCall, _Deferred
 
 Handler = Callable[[httpx2.Request], httpx2.Response]
 
@@ -101,3 +103,36 @@ async def test_a_timeout_is_named() -> None:
     with pytest.raises(ModelUnavailable) as raised:
         await model.complete([{"role": "user", "content": "hi"}], [])
     assert raised.value.code == "model_timeout"
+
+
+def test_the_sdk_is_imported_by_the_first_call_not_at_start() -> None:
+    """``openai`` imports its whole API's types (≈ 14 MB): an agent that never asks the model
+    (streams, reads) does not carry it."""
+    code = (
+        "import sys\n"
+        "from signoff_agent.app import create_app\n"
+        "from signoff_agent.model import build_model\n"
+        "from signoff_agent.settings import AgentGroup\n"
+        "build_model(AgentGroup())\n"
+        "print('openai' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stdout + done.stderr
+
+
+async def test_the_deferred_model_is_built_once_at_its_first_call() -> None:
+    built: list[OpenAIChatModel] = []
+
+    def build() -> OpenAIChatModel:
+        model, _ = _model(lambda _: httpx2.Response(200, json=_completion(_TEXT)))
+        built.append(model)
+        return model
+
+    deferred = _Deferred(build)
+    assert built == []
+    for _ in range(2):
+        assert await deferred.complete([{"role": "user", "content": "hi"}], []) == ModelReply("ok")
+    assert len(built) == 1
+
+
+_TEXT = {"role": "assistant", "content": "ok"}
