@@ -124,7 +124,7 @@ def account_scope(organization_id: str, account_id: str) -> Scope:
     return Scope(organization_id=organization_id, section=SECTION, resource_id=account_id)
 
 
-def grant_request(account_id: str, **fields: Any) -> dict[str, Any]:
+def grant_request(account_id: str, /, **fields: Any) -> dict[str, Any]:
     """A ``GrantCredit`` request (JSON-shaped): a goodwill credit, ``fields`` changed."""
     return {"account_id": account_id, "occasion": "goodwill", **fields}
 
