@@ -3,6 +3,9 @@
 ``order.refund_missing_discount`` decides (what to check, which outcome); this module reads
 and writes the club tables for it. Every query is bounded by the organization and the order,
 so an id from elsewhere reads as "not found", whichever table it names.
+
+It is longer than 300 lines because it is every query of one table family (facts, attempts,
+the refund and its reservation); split, each half would need the other's row shapes.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ A subclass missing a part fails in ``check_operation`` when operations are loade
 never at approval time. Database connections and provider clients are passed in: this module
 does no I/O and knows no driver, so ``conn`` is whatever the running service hands over
 (SQLAlchemy's ``AsyncConnection`` in signoff's services).
+
+The module is longer than most (over 300 lines) on purpose: it is the whole SDK an adopter
+implements against, and each part's contract is written beside its signature.
 """
 
 from __future__ import annotations
