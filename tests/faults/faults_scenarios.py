@@ -120,6 +120,50 @@ async def executor_kills(run: Run) -> None:
     run.allow("executor killed", kills)
 
 
+async def executor_freezes(run: Run) -> None:
+    """Two executors, both frozen (``SIGSTOP``) the moment a new refund attempt is committed —
+    so the one that committed it is caught between the commit and its provider call, or during
+    the call — for longer than the attempt's lease plus the client timeout and the stranded
+    scan's margin, then thawed. Meanwhile the reconciler's scan takes the attempt over (finding
+    the refund applied, or not yet): the thawed executor must neither call late nor report a
+    second outcome. The provider holds some refunds 0.7 s, so some calls are still in flight."""
+    await run.provider_dice({"delay": 0.4}, delay_ms=700)
+    env = run.stack.env
+    frozen_s = (
+        float(env["SIGNOFF_CLUB_ATTEMPT_LEASE_S"])
+        + float(env["SIGNOFF_CLUB_PROVIDER_TIMEOUT_S"])
+        + float(env["SIGNOFF_RECONCILER__STRANDED_AFTER_S"])
+        + 2 * float(env["SIGNOFF_RECONCILER__SCAN_INTERVAL_S"])
+    )
+    approvals = run.stream()
+    seen: set[str] = set()
+    freezes = 0
+    while not approvals.done() and freezes < 3:
+        fresh = {
+            row["id"]
+            for row in await run.stack.rows("SELECT id FROM club.refund_attempts")
+            if row["id"] not in seen
+        }
+        seen |= fresh
+        if not fresh or run.rng.random() < 0.5:  # every other new attempt, at the seed's whim
+            await asyncio.sleep(0.005)
+            continue
+        for label in EXECUTORS:
+            run.stack.freeze(label)
+        try:
+            await asyncio.sleep(frozen_s)  # the fault itself: processes stalled this long
+        finally:
+            for label in EXECUTORS:
+                run.stack.freeze(label, resume=True)
+        freezes += 1
+    await approvals
+    await run.provider_calm()
+    run.faults += freezes
+    # a freeze between an attempt's commit and its call: the call is never made, and the
+    # reconciler rightly finds nothing applied
+    run.allow("executor frozen past its lease", freezes)
+
+
 # -- 2. the provider drops responses, fails before applying, answers too late --------------------
 async def provider_faults(run: Run) -> None:
     await run.provider_dice(
@@ -455,6 +499,11 @@ SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
         Scenario("1-executor-kill", "kill -9 executors at random points", executor_kills),
+        Scenario(
+            "1-executor-freeze",
+            "executors stalled past the attempt lease, then resumed",
+            executor_freezes,
+        ),
         Scenario(
             "2-provider",
             "lost, refused and late provider answers",

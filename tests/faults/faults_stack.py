@@ -173,6 +173,13 @@ class FaultStack:
     def kill(self, label: str) -> None:
         self.processes[label].kill()
 
+    def freeze(self, label: str, *, resume: bool = False) -> None:
+        """``SIGSTOP`` a service (a stalled process: a long pause, a starved or suspended VM) —
+        its connections stay open and nothing it holds is released — or ``SIGCONT`` it."""
+        proc = self.processes[label].proc
+        assert proc is not None and proc.poll() is None, f"{label} is not running"
+        proc.send_signal(signal.SIGCONT if resume else signal.SIGSTOP)
+
     def terminate(self, label: str) -> None:
         self.processes[label].stop(signal.SIGTERM, timeout=30)
 

@@ -1,5 +1,5 @@
 """Fixtures of the executor's tests: a database with the executor's schema, the
-test domain's schema, a fake provider, the operations.
+toy domain's schema (``signoff_conformance.toy``), a scriptable provider, the operations.
 
 ``tests/`` goes on ``sys.path`` so tests (and service processes started by them) import the test
 operations as ``support``.
@@ -26,15 +26,15 @@ TESTS = Path(__file__).parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
+from signoff_conformance.toy.vouchers import SendVoucher, VoucherProvider  # noqa: E402
 from signoff_executor.settings import ExecutorSettings  # noqa: E402
 from signoff_runtime.db import asyncpg_dsn  # noqa: E402
 from signoff_runtime.migrations import config_for  # noqa: E402
 from signoff_runtime.registry import Operations  # noqa: E402
 from signoff_runtime.topology import Topology  # noqa: E402
-from support import domain, harness  # noqa: E402
+from support import harness, toy  # noqa: E402
 from support.bus import Bus  # noqa: E402
-from support.operations import AddNote, ChargeBoard  # noqa: E402
-from support.provider import FakeProvider  # noqa: E402
+from support.toy import FaultyGrant  # noqa: E402
 
 OWN_MIGRATIONS = ("signoff_executor.migrations",)
 
@@ -82,14 +82,13 @@ def _migrate(url: str) -> None:
 
 
 @pytest_asyncio.fixture(scope="session")
-async def domain_schema(engine: AsyncEngine) -> str:
-    await domain.create(engine)
-    return domain.SCHEMA
+async def domain_schema(engine: AsyncEngine) -> None:
+    await toy.create(engine)
 
 
 @pytest_asyncio.fixture
 async def settings(
-    database_url: str, amqp_url: str, topology: Topology, engine: AsyncEngine, domain_schema: str
+    database_url: str, amqp_url: str, topology: Topology, engine: AsyncEngine, domain_schema: None
 ) -> ExecutorSettings:
     """Executor settings on this test's queues.
 
@@ -108,13 +107,13 @@ async def settings(
 
 
 @pytest.fixture
-def provider() -> FakeProvider:
-    return FakeProvider()
+def provider() -> VoucherProvider:
+    return VoucherProvider()
 
 
 @pytest.fixture
-def operations(provider: FakeProvider) -> Operations:
-    return Operations([AddNote(), ChargeBoard(provider)])
+def operations(provider: VoucherProvider) -> Operations:
+    return Operations([FaultyGrant(), SendVoucher(provider)])
 
 
 @pytest_asyncio.fixture

@@ -2,9 +2,9 @@
 
 - ``settings``: the service's settings pointed at this test's database and queue prefix;
 - ``service``: the service in-process (its consumers and loops running) with a ``Harness``;
-- ``service_process``: the service as its own process (``python -m signoff_proposals``), the test
-  domain plugged in by ``SIGNOFF_PROPOSALS__TEST_PLUGIN``, healthy before the test starts and
-  stopped with SIGTERM after it;
+- ``service_process``: the service as its own process (``python -m signoff_proposals``), the
+  kit's toy domain plugged in by ``SIGNOFF_PROPOSALS__TEST_PLUGIN``, healthy before the test
+  starts and stopped with SIGTERM after it;
 - ``amqp``: a connected client broker (for tests without a service).
 """
 
@@ -28,14 +28,14 @@ from signoff_proposals.settings import ProposalsGroup, ProposalsSettings
 from signoff_runtime.settings import AmqpSettings, DatabaseSettings, broker_user
 from signoff_runtime.testing.processes import ServiceProcess, free_port
 from signoff_runtime.topology import Topology
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 SUPPORT = Path(__file__).parent / "support"
 sys.path.insert(0, str(SUPPORT))
 
-from proposals_testdomain import MEMBERS_DDL, build  # noqa: E402
 from proposals_testkit import Harness, forget_unsent_outbox  # noqa: E402
+from proposals_toy import build  # noqa: E402
+from signoff_conformance.toy.domain import create_schema  # noqa: E402
 
 
 class _Process(ServiceProcess):
@@ -55,10 +55,9 @@ class _Process(ServiceProcess):
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def members_table(engine: AsyncEngine) -> None:
-    async with engine.begin() as conn:
-        for statement in MEMBERS_DDL.split("; "):
-            await conn.execute(text(statement))
+async def toy_schema(engine: AsyncEngine) -> None:
+    """The toy domain's tables: its accounts and its members (the directory)."""
+    await create_schema(engine)
 
 
 @pytest.fixture
@@ -84,7 +83,7 @@ async def amqp(amqp_url: str) -> AsyncIterator[RabbitBroker]:
 async def service(
     settings: ProposalsSettings,
     engine: AsyncEngine,
-    members_table: None,
+    toy_schema: None,
     amqp: RabbitBroker,
     topology: Topology,
 ) -> AsyncIterator[Harness]:
@@ -103,7 +102,7 @@ async def service(
 async def service_process(
     settings_env: dict[str, str],
     engine: AsyncEngine,
-    members_table: None,
+    toy_schema: None,
     amqp: RabbitBroker,
     topology: Topology,
     settings: ProposalsSettings,
@@ -114,7 +113,7 @@ async def service_process(
     env = {
         **settings_env,
         "SIGNOFF_PROPOSALS__PORT": str(port),
-        "SIGNOFF_PROPOSALS__TEST_PLUGIN": "proposals_testdomain:build",
+        "SIGNOFF_PROPOSALS__TEST_PLUGIN": "proposals_toy:build",
         "SIGNOFF_PROPOSALS__STUCK_AFTER_S": "3600",
         # the event stream's keep-alive and membership re-check, short enough to be seen
         "SIGNOFF_PROPOSALS__STREAM_KEEPALIVE_S": "1",

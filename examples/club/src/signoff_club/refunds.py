@@ -3,6 +3,9 @@
 ``order.refund_missing_discount`` decides (what to check, which outcome); this module reads
 and writes the club tables for it. Every query is bounded by the organization and the order,
 so an id from elsewhere reads as "not found", whichever table it names.
+
+It is longer than 300 lines because it is every query of one table family (facts, attempts,
+the refund and its reservation); split, each half would need the other's row shapes.
 """
 
 from __future__ import annotations
@@ -320,13 +323,16 @@ async def begin(
     if marked.rowcount != 1:
         raise RuntimeError("begin_attempt without a successful revalidate in this transaction")
     await _adjust_payment(conn, arguments.payment_id, reserved=arguments.amount_cents)
-    return AttemptRef(attempt_id=attempt_id, idempotency_key=key)
+    return AttemptRef(attempt_id=attempt_id, idempotency_key=key, lease_s=lease_s)
 
 
 async def get_attempt(conn: AsyncConnection, attempt_id: str, *, lock: bool = False) -> Attempt:
     a = t.refund_attempts
     deadline = a.c.lease_until + func.make_interval(0, 0, 0, 0, 0, 0, a.c.client_timeout_s)
-    query = select(a, (func.now() > deadline).label("past_deadline")).where(a.c.id == attempt_id)
+    # the statement's own clock, not the transaction's start: read after the row lock, it is the
+    # latest instant this transaction can vouch for
+    past = (func.clock_timestamp() > deadline).label("past_deadline")
+    query = select(a, past).where(a.c.id == attempt_id)
     row = (await conn.execute(query.with_for_update(of=a) if lock else query)).first()
     if row is None:
         raise LookupError(f"no refund attempt {attempt_id}")
@@ -456,6 +462,9 @@ async def stranded(
         .where(a.c.status.in_(t.UNRESOLVED_ATTEMPT_STATUSES), deadline < func.now())
         .order_by(a.c.created_at)
         .limit(limit)
+        # an executor recording its answer holds the row: wait for it, and skip the attempt if
+        # that answer concluded it (the condition is checked again on the row it committed)
+        .with_for_update(of=a)
     )
     return [
         StrandedAttempt(

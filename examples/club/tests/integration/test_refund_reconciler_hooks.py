@@ -4,13 +4,16 @@ checks for, and an operator's verdict recorded in the club's own tables."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from signoff_card_provider.client import CardProviderClient
 from signoff_card_provider.testing import SimulatorAdmin
+from signoff_club import refunds
 from signoff_club import tables as t
+from signoff_club.refunds import Refunded
 from signoff_club.settings import ClubSettings
 from signoff_club.testing import (
     RefundWorld,
@@ -19,9 +22,9 @@ from signoff_club.testing import (
     execution_context,
     refund_world,
 )
-from signoff_contracts.operations import AttemptRef
+from signoff_contracts.operations import AttemptRef, EffectUncertain
 from signoff_contracts.outcomes import Succeeded, TerminalFailure
-from sqlalchemy import Interval, literal, select, update
+from sqlalchemy import Interval, func, literal, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 pytestmark = pytest.mark.integration
@@ -150,3 +153,71 @@ async def test_an_operator_failing_an_attempt_releases_its_reservation(
             )
         ).scalar_one()
     assert reserved == 0
+
+
+async def test_an_answer_that_comes_after_the_deadline_is_left_to_the_reconciler(
+    engine: AsyncEngine, card_world: RefundWorld
+) -> None:
+    """Past its deadline the attempt is the reconciler's: the executor's late answer is not
+    recorded (it would be a second conclusion beside the reconciler's), so the attempt stays
+    open for the reconciler to conclude once, by key."""
+    op = card_world.operation
+    attempt = await _begin(engine, card_world, "original_payment_method")
+    await _age(engine, attempt.attempt_id)
+
+    async with engine.begin() as conn:
+        with pytest.raises(EffectUncertain):
+            await op.record(attempt, Refunded("re_late", 3_500), conn)
+
+    assert (await _row(engine, attempt.attempt_id)).status == "pending"
+    assert attempt.lease_s == card_world.operation.settings.attempt_lease_s
+
+
+async def test_the_scan_waits_for_an_answer_being_recorded_and_skips_what_it_concluded(
+    engine: AsyncEngine, card_world: RefundWorld
+) -> None:
+    """A scan that runs while an answer is being recorded must not open a check for the attempt
+    that answer concludes (the check would report the outcome a second time)."""
+    op = card_world.operation
+    attempt = await _begin(engine, card_world, "original_payment_method")
+    await _age(engine, attempt.attempt_id)
+    a = t.refund_attempts
+    async with engine.connect() as recording:
+        transaction = await recording.begin()
+        await refunds.get_attempt(recording, attempt.attempt_id, lock=True)
+        await recording.execute(
+            update(a).where(a.c.id == attempt.attempt_id).values(status="succeeded")
+        )
+        pid = (await recording.execute(select(func.pg_backend_pid()))).scalar_one()
+
+        async def scan() -> list[str]:
+            async with engine.connect() as conn:
+                return [s.attempt_id for s in await op.stranded_attempts(conn, 0)]
+
+        scanning = asyncio.create_task(scan())
+        await _until_blocked_by(engine, pid)
+        await transaction.commit()
+        found = await asyncio.wait_for(scanning, 10)
+
+    assert attempt.attempt_id not in found
+
+
+async def _until_blocked_by(engine: AsyncEngine, pid: int, deadline_s: float = 10.0) -> None:
+    """Wait until some backend waits on a lock ``pid`` holds."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + deadline_s
+    while loop.time() < until:
+        async with engine.connect() as conn:
+            blocked = (
+                await conn.execute(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity "
+                        "WHERE :pid = ANY(pg_blocking_pids(pid))"
+                    ),
+                    {"pid": pid},
+                )
+            ).scalar_one()
+        if blocked:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"nothing waited on backend {pid} within {deadline_s} s")

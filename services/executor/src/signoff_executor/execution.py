@@ -31,7 +31,7 @@ from typing import Any, TypeVar, cast
 import structlog
 from pydantic import ValidationError
 from signoff_contracts.ids import new_id
-from signoff_contracts.operations import AnyOperation, AttemptRef, Directory
+from signoff_contracts.operations import AnyOperation, AttemptRef, Directory, EffectUncertain
 from signoff_contracts.outcomes import OperationOutcome, TerminalFailure
 from signoff_contracts.v1 import ExecutionContract
 from signoff_runtime import execution, signing, unit_of_work
@@ -251,6 +251,9 @@ class _ContractLedger:
     def record_failed(self, attempt: AttemptRef, exc: Exception) -> None:
         if is_transient(exc):
             raise exc  # the redelivery finds `attempting` and asks the reconciler
+        if isinstance(exc, EffectUncertain):  # e.g. the answer came after the attempt's deadline
+            log.warning("attempt.answer_not_recorded", attempt_id=attempt.attempt_id, why=str(exc))
+            return
         log.error("attempt.record_failed", attempt_id=attempt.attempt_id, exc_info=exc)
 
 

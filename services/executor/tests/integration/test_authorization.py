@@ -9,6 +9,7 @@ the same contract.
 from __future__ import annotations
 
 import pytest
+from signoff_conformance.toy.vouchers import VoucherProvider, voucher_key
 from signoff_contracts.outcomes import RevisionRequired, Succeeded
 from signoff_contracts.reasons import APPROVER_NO_LONGER_AUTHORIZED
 from signoff_contracts.v1 import OutcomeReported
@@ -16,9 +17,8 @@ from signoff_executor.settings import ExecutorSettings
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import UnsafeSettings
 from sqlalchemy.ext.asyncio import AsyncEngine
-from support import contracts, domain, harness
+from support import contracts, harness, toy
 from support.bus import Bus
-from support.provider import FakeProvider
 
 pytestmark = pytest.mark.integration
 
@@ -39,16 +39,16 @@ async def test_a_local_contract_of_an_approver_no_longer_authorized_does_not_run
     operations: Operations,
     change: str | None,
 ) -> None:
-    board = await domain.new_board(engine)
-    approver = await domain.new_member(engine, "manager")
-    contract = contracts.note(board, approved_by=approver)  # approved while a manager
-    await domain.set_role(engine, approver, change)
+    account = await toy.new_account(engine)
+    approver = await toy.new_member(engine, "manager")
+    contract = contracts.grant(account, approved_by=approver)  # approved while a manager
+    await toy.set_role(engine, approver, change)
     async with harness.running(settings, operations):
         await bus.publish(contract)
         outcome = await harness.outcome(engine, contract.contract_id)
 
     assert _no_longer_authorized(outcome, approver), outcome
-    assert await domain.notes_of(engine, contract.contract_id) == 0
+    assert await toy.credits_of(engine, contract.contract_id) == 0
     [message] = await harness.outbox(engine, contract.proposal_id)
     assert isinstance(message, OutcomeReported) and message.outcome == outcome
 
@@ -59,21 +59,21 @@ async def test_an_external_contract_of_an_approver_no_longer_authorized_calls_no
     bus: Bus,
     settings: ExecutorSettings,
     operations: Operations,
-    provider: FakeProvider,
+    provider: VoucherProvider,
     change: str | None,
 ) -> None:
-    board = await domain.new_board(engine)
-    approver = await domain.new_member(engine, "manager")
-    contract = contracts.charge(board, approved_by=approver)
-    await domain.set_role(engine, approver, change)
+    account = await toy.new_account(engine)
+    approver = await toy.new_member(engine, "manager")
+    contract = contracts.voucher(account, approved_by=approver)
+    await toy.set_role(engine, approver, change)
     async with harness.running(settings, operations):
         await bus.publish(contract)
         outcome = await harness.outcome(engine, contract.contract_id)
 
     assert _no_longer_authorized(outcome, approver), outcome
-    assert provider.calls[f"charge-{contract.proposal_id}"] == 0
-    assert provider.effects[f"charge-{contract.proposal_id}"] == 0
-    assert await domain.charge_status(engine, contract.proposal_id) is None
+    assert provider.calls[voucher_key(contract.proposal_id)] == 0
+    assert provider.effects(voucher_key(contract.proposal_id)) == 0
+    assert await toy.voucher_status(engine, contract.proposal_id) is None
 
 
 @pytest.mark.parametrize("removed", [0, 1], ids=["first_approver", "final_approver"])
@@ -86,40 +86,40 @@ async def test_each_approver_of_a_two_person_contract_is_checked_again(
 ) -> None:
     """A policy needed two managers: if either has left by execution, the quorum no longer
     stands — nothing runs, and the reason names who left."""
-    board = await domain.new_board(engine)
-    first, final = [await domain.new_member(engine, "manager") for _ in range(2)]
-    contract = contracts.note(board, approved_by=final, approvers=[first, final])
+    account = await toy.new_account(engine)
+    first, final = [await toy.new_member(engine, "manager") for _ in range(2)]
+    contract = contracts.grant(account, approved_by=final, approvers=[first, final])
     gone = (first, final)[removed]
-    await domain.set_role(engine, gone, None)
+    await toy.set_role(engine, gone, None)
     async with harness.running(settings, operations):
         await bus.publish(contract)
         outcome = await harness.outcome(engine, contract.contract_id)
 
     assert _no_longer_authorized(outcome, gone), outcome
-    assert await domain.notes_of(engine, contract.contract_id) == 0
+    assert await toy.credits_of(engine, contract.contract_id) == 0
 
 
 async def test_an_approver_still_authorized_runs_as_before(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
-    approver = await domain.new_member(engine, "manager")
-    contract = contracts.note(board, approved_by=approver)
+    account = await toy.new_account(engine)
+    approver = await toy.new_member(engine, "manager")
+    contract = contracts.grant(account, approved_by=approver)
     async with harness.running(settings, operations):
         await bus.publish(contract)
         outcome = await harness.outcome(engine, contract.contract_id)
 
     assert isinstance(outcome, Succeeded)
-    assert await domain.notes_of(engine, contract.contract_id) == 1
+    assert await toy.credits_of(engine, contract.contract_id) == 1
 
 
 async def test_negative_control_skip_execution_authz_runs_a_revoked_approvers_contract(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
-    approver = await domain.new_member(engine, "manager")
-    contract = contracts.note(board, approved_by=approver)
-    await domain.set_role(engine, approver, None)
+    account = await toy.new_account(engine)
+    approver = await toy.new_member(engine, "manager")
+    contract = contracts.grant(account, approved_by=approver)
+    await toy.set_role(engine, approver, None)
     unsafe = ExecutorSettings.model_validate(
         {
             **settings.model_dump(),
@@ -131,4 +131,4 @@ async def test_negative_control_skip_execution_authz_runs_a_revoked_approvers_co
         outcome = await harness.outcome(engine, contract.contract_id)
 
     assert isinstance(outcome, Succeeded)
-    assert await domain.notes_of(engine, contract.contract_id) == 1
+    assert await toy.credits_of(engine, contract.contract_id) == 1

@@ -5,27 +5,27 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from signoff_conformance.toy.vouchers import SendVoucher, VoucherProvider
 from signoff_executor.settings import ExecutorSettings
 from signoff_runtime.registry import Operations
 from signoff_runtime.testing import wait_until
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
-from support import contracts, domain, harness
+from support import contracts, harness, toy
 from support.bus import Bus
-from support.operations import AddNote, ChargeBoard
-from support.provider import FakeProvider
+from support.toy import FaultyGrant
 
 pytestmark = pytest.mark.integration
 
 
 async def test_two_executors_and_fifty_contracts_delivered_twice_run_each_once(
-    engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, provider: FakeProvider
+    engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, provider: VoucherProvider
 ) -> None:
-    board = await domain.new_board(engine)
-    batch = [contracts.note(board, f"note {i}") for i in range(50)]
-    first, second = AddNote(), AddNote()
-    ops_a = Operations([first, ChargeBoard(provider)])
-    ops_b = Operations([second, ChargeBoard(provider)])
+    account = await toy.new_account(engine)
+    batch = [contracts.grant(account) for _ in range(50)]
+    first, second = FaultyGrant(), FaultyGrant()
+    ops_a = Operations([first, SendVoucher(provider)])
+    ops_b = Operations([second, SendVoucher(provider)])
     async with harness.running(settings, ops_a), harness.running(settings, ops_b):
         # every contract twice, interleaved, so both executors race on the same contract ids
         await asyncio.gather(*(bus.publish(c) for c in batch + batch))
@@ -39,8 +39,9 @@ async def test_two_executors_and_fifty_contracts_delivered_twice_run_each_once(
             (
                 await conn.execute(
                     text(
-                        "SELECT contract_id, count(*) FROM exectest.notes "
-                        "WHERE contract_id = ANY(:ids) GROUP BY contract_id"
+                        "SELECT split_part(dedup_key, '/', 1) AS contract_id, count(*) "
+                        "FROM conformance_toy.credits "
+                        "WHERE split_part(dedup_key, '/', 1) = ANY(:ids) GROUP BY 1"
                     ),
                     {"ids": [c.contract_id for c in batch]},
                 )

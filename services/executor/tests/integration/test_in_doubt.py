@@ -6,16 +6,16 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
+from signoff_conformance.toy.vouchers import VoucherProvider, voucher_key
 from signoff_contracts.outcomes import Succeeded
 from signoff_executor.settings import ExecutorSettings
 from signoff_runtime.metrics import COMMITS_IN_DOUBT
 from signoff_runtime.registry import Operations
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
-from support import contracts, domain, harness
+from support import contracts, harness, toy
 from support.bus import Bus
 from support.pgproxy import CommitDropper
-from support.provider import FakeProvider
 
 pytestmark = pytest.mark.integration
 
@@ -27,8 +27,8 @@ def _in_doubt(resolution: str) -> float:
 async def test_commit_that_did_not_land_is_redone_from_the_row(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
-    contract = contracts.note(board, await domain.commit_killer(engine))
+    account = await toy.new_account(engine)
+    contract = contracts.grant(account, die_at_commit=await toy.commit_killer(engine))
     before = _in_doubt("rolled_back")
     async with harness.running(settings, operations):
         await bus.publish(contract)
@@ -36,7 +36,7 @@ async def test_commit_that_did_not_land_is_redone_from_the_row(
 
     assert _in_doubt("rolled_back") == before + 1  # the first COMMIT really was cut
     assert isinstance(outcome, Succeeded)
-    assert await domain.notes_of(engine, contract.contract_id) == 1
+    assert await toy.credits_of(engine, contract.contract_id) == 1
     assert len(await harness.outbox(engine, contract.proposal_id)) == 1
 
 
@@ -54,13 +54,13 @@ async def test_attempt_whose_commit_answer_was_lost_is_performed_once(
     bus: Bus,
     settings: ExecutorSettings,
     operations: Operations,
-    provider: FakeProvider,
+    provider: VoucherProvider,
     proxy: CommitDropper,
 ) -> None:
     """The attempt did commit: re-reading shows it, so the call goes ahead — once — instead of
     the contract being handed to the reconciler for nothing (or, worse, the call repeated)."""
-    board = await domain.new_board(engine)
-    contract = contracts.charge(board)
+    account = await toy.new_account(engine)
+    contract = contracts.voucher(account)
     proxied_url = make_url(settings.db.url).set(port=proxy.port)
     proxied = settings.model_copy(
         update={
@@ -69,7 +69,7 @@ async def test_attempt_whose_commit_answer_was_lost_is_performed_once(
             )
         }
     )
-    proxy.arm(f"charge-{contract.proposal_id}")  # sent in the attempt's transaction only
+    proxy.arm(voucher_key(contract.proposal_id))  # sent in the attempt's transaction only
     before = _in_doubt("committed")
     async with harness.running(proxied, operations):
         await bus.publish(contract)
@@ -78,5 +78,5 @@ async def test_attempt_whose_commit_answer_was_lost_is_performed_once(
     assert proxy.dropped == 1
     assert _in_doubt("committed") == before + 1
     assert isinstance(outcome, Succeeded)
-    assert provider.calls[f"charge-{contract.proposal_id}"] == 1
-    assert await domain.charge_status(engine, contract.proposal_id) == "succeeded"
+    assert provider.calls[voucher_key(contract.proposal_id)] == 1
+    assert await toy.voucher_status(engine, contract.proposal_id) == "succeeded"

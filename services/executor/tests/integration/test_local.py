@@ -15,7 +15,7 @@ from signoff_runtime.registry import Operations
 from signoff_runtime.settings import ContractSigningSettings
 from signoff_runtime.testing import wait_until
 from sqlalchemy.ext.asyncio import AsyncEngine
-from support import contracts, domain, harness
+from support import contracts, harness, toy
 from support.bus import Bus
 
 pytestmark = pytest.mark.integration
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.integration
 async def test_local_contract_succeeds_with_its_effect_and_outcome(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
-    contract = contracts.note(board, "first")
+    account = await toy.new_account(engine)
+    contract = contracts.grant(account)
     async with harness.running(settings, operations):
         await bus.publish(contract)
         outcome = await harness.outcome(engine, contract.contract_id)
@@ -34,7 +34,7 @@ async def test_local_contract_succeeds_with_its_effect_and_outcome(
         )
 
     assert isinstance(outcome, Succeeded)
-    assert await domain.notes_of(engine, contract.contract_id) == 1
+    assert await toy.credits_of(engine, contract.contract_id) == 1
     [message] = await harness.outbox(engine, contract.proposal_id)
     assert isinstance(message, OutcomeReported)
     assert message.outcome == outcome and message.reported_by == "executor"
@@ -47,14 +47,14 @@ async def test_local_contract_succeeds_with_its_effect_and_outcome(
 async def test_same_contract_delivered_five_times_executes_once(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
-    contract = contracts.note(board)
+    account = await toy.new_account(engine)
+    contract = contracts.grant(account)
     async with harness.running(settings, operations):
         await asyncio.gather(*(bus.publish(contract) for _ in range(5)))
         await harness.outcome(engine, contract.contract_id)
         await wait_until(lambda: _settled(bus), what="all five deliveries acked")
 
-    assert await domain.notes_of(engine, contract.contract_id) == 1
+    assert await toy.credits_of(engine, contract.contract_id) == 1
     messages = await harness.outbox(engine, contract.proposal_id)
     assert len(messages) == 1  # duplicates re-send the same message id, never a second outcome
 
@@ -67,17 +67,19 @@ async def _settled(bus: Bus) -> bool:
 async def test_bad_signature_is_dead_lettered_and_never_run(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
-    forged = contracts.note(board).model_copy(update={"signature": "0" * 86})
-    unsigned = contracts.note(board).model_copy(update={"signature": "", "key_id": None})
-    tampered = contracts.note(board)
-    tampered = tampered.model_copy(update={"arguments": {**tampered.arguments, "body": "evil"}})
+    account = await toy.new_account(engine)
+    forged = contracts.grant(account).model_copy(update={"signature": "0" * 86})
+    unsigned = contracts.grant(account).model_copy(update={"signature": "", "key_id": None})
+    tampered = contracts.grant(account)
+    tampered = tampered.model_copy(
+        update={"arguments": {**tampered.arguments, "amount_cents": 999_999}}
+    )
     # signed by a key the executor does not trust: under a kid of its own, and under the
     # trusted kid (a key id only picks the key to check with; it cannot make a signature good)
     _, other, _ = keys.generate()
     stranger = ContractSigningSettings(signing_key=SecretStr(other), key_id="stranger")
     impostor = ContractSigningSettings(signing_key=SecretStr(other), key_id="test-contract")
-    foreign = [contracts.note(board, key=stranger), contracts.note(board, key=impostor)]
+    foreign = [contracts.grant(account, key=stranger), contracts.grant(account, key=impostor)]
     bad = (forged, unsigned, tampered, *foreign)
     async with harness.running(settings, operations):
         for contract in bad:
@@ -87,18 +89,16 @@ async def test_bad_signature_is_dead_lettered_and_never_run(
     assert sorted(m.headers["x-signoff-reason"] for m in dead) == ["bad_signature"] * len(bad)
     for contract in bad:
         assert await harness.execution(engine, contract.contract_id) is None
-        assert await domain.notes_of(engine, contract.contract_id) == 0
+        assert await toy.credits_of(engine, contract.contract_id) == 0
         assert await harness.outbox(engine, contract.proposal_id) == []
 
 
 async def test_unknown_kind_or_version_is_dead_lettered(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
-    v2 = contracts.contract(
-        "board.add_note", {"board_id": board, "body": "x"}, resource_id=board, version=2
-    )
-    unknown = contracts.contract("board.paint", {}, resource_id=board)
+    account = await toy.new_account(engine)
+    v2 = contracts.contract(toy.GRANT, toy.grant_arguments(account), resource_id=account, version=2)
+    unknown = contracts.contract("account.paint", {}, resource_id=account)
     async with harness.running(settings, operations):
         await bus.publish(v2)
         await bus.publish(unknown)
@@ -115,9 +115,9 @@ async def test_unknown_kind_or_version_is_dead_lettered(
 async def test_late_contract_requires_revision_and_runs_nothing(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
+    account = await toy.new_account(engine)
     late = contracts.contract(
-        "board.add_note", {"board_id": board, "body": "x"}, resource_id=board, execute_in_s=-1
+        toy.GRANT, toy.grant_arguments(account), resource_id=account, execute_in_s=-1
     )
     async with harness.running(settings, operations):
         await bus.publish(late)
@@ -125,7 +125,7 @@ async def test_late_contract_requires_revision_and_runs_nothing(
 
     assert isinstance(outcome, RevisionRequired)
     assert outcome.reason.code == "approval_stale"
-    assert await domain.notes_of(engine, late.contract_id) == 0
+    assert await toy.credits_of(engine, late.contract_id) == 0
     [message] = await harness.outbox(engine, late.proposal_id)
     assert message.outcome == outcome
 
@@ -133,26 +133,26 @@ async def test_late_contract_requires_revision_and_runs_nothing(
 async def test_revalidation_failure_requires_revision_and_runs_nothing(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
-    contract = contracts.note(board)
-    await domain.close_board(engine, board)  # the fact behind the preview changed
+    account = await toy.new_account(engine)
+    contract = contracts.grant(account)
+    await toy.close(engine, account)  # the fact behind the preview changed
     async with harness.running(settings, operations):
         await bus.publish(contract)
         outcome = await harness.outcome(engine, contract.contract_id)
 
     assert isinstance(outcome, RevisionRequired)
-    assert outcome.reason.code == "board_closed"
-    assert await domain.notes_of(engine, contract.contract_id) == 0
+    assert outcome.reason.code == "account_closed"
+    assert await toy.credits_of(engine, contract.contract_id) == 0
 
 
 async def test_corrupt_arguments_fail_terminally_with_a_correlation_id(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
+    account = await toy.new_account(engine)
     corrupt = contracts.contract(
-        "board.add_note", {"board_id": board, "body": 7, "extra": 1}, resource_id=board
+        toy.GRANT, {"account_id": account, "occasion": 7, "extra": 1}, resource_id=account
     )
-    exploding = contracts.note(board, explode=True)
+    exploding = contracts.grant(account, explode=True)
     async with harness.running(settings, operations):
         await bus.publish(corrupt)
         await bus.publish(exploding)
@@ -163,8 +163,8 @@ async def test_corrupt_arguments_fail_terminally_with_a_correlation_id(
         assert isinstance(outcome, TerminalFailure)
         assert outcome.correlation_id.startswith("cor_")
         assert "secret" not in outcome.model_dump_json()
-    assert await domain.notes_of(engine, corrupt.contract_id) == 0
-    assert await domain.notes_of(engine, exploding.contract_id) == 0
+    assert await toy.credits_of(engine, corrupt.contract_id) == 0
+    assert await toy.credits_of(engine, exploding.contract_id) == 0
 
 
 async def _dead_letters(bus: Bus, count: int) -> list[Any]:

@@ -18,7 +18,7 @@ from signoff_executor.settings import ExecutorSettings
 from signoff_runtime.testing import wait_until
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
-from support import contracts, domain, harness
+from support import contracts, harness, toy
 from support.bus import Bus
 
 pytestmark = pytest.mark.e2e
@@ -60,8 +60,8 @@ async def test_sigterm_lets_the_in_flight_contract_commit_and_ack(
 ) -> None:
     proc, port = executor_process
     await wait_until(lambda: _healthy(port), timeout=30, what="executor /healthz")
-    board = await domain.new_board(engine)
-    slow = contracts.note(board, "slow", delay_s=2.0)
+    account = await toy.new_account(engine)
+    slow = contracts.grant(account, delay_s=2.0)
     await bus.publish(slow)
     await wait_until(lambda: _sleeping(engine), what="the contract mid-transaction")
 
@@ -72,7 +72,7 @@ async def test_sigterm_lets_the_in_flight_contract_commit_and_ack(
     assert returncode in (0, -signal.SIGTERM)
     outcome = await harness.outcome(engine, slow.contract_id, within=1)
     assert isinstance(outcome, Succeeded)
-    assert await domain.notes_of(engine, slow.contract_id) == 1
+    assert await toy.credits_of(engine, slow.contract_id) == 1
     ready, consumers = await bus.depth("executor.contracts")
     assert (ready, consumers) == (0, 0), "the delivery was acked, not handed back"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from signoff_conformance.toy.directory import ToyDirectory
 from signoff_contracts.outcomes import Succeeded
 from signoff_contracts.v1 import Envelope, ExecutionContract, OutcomeReported
 from signoff_executor.execution import Executor
@@ -22,9 +23,8 @@ from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import Topology
 from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncEngine
-from support import contracts, domain, harness
+from support import contracts, harness, toy
 from support.bus import Bus
-from support.directory import MembersDirectory
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +53,7 @@ def _executor(
         engine=engine,
         topology=topology,
         operations=operations,
-        directory=MembersDirectory(),
+        directory=ToyDirectory(),
         verifying=contracts.VERIFYING,
         providers=Providers(),
         perform_timeout_s=5.0,
@@ -64,15 +64,15 @@ def _executor(
 async def test_no_dedup_executes_a_redelivered_contract_again(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
-    contract = contracts.note(board)
+    account = await toy.new_account(engine)
+    contract = contracts.grant(account)
     async with harness.running(_switched(settings, no_dedup=True), operations):
         await bus.publish(contract)
         await harness.outcome(engine, contract.contract_id)
         await bus.publish(contract)
 
         async def twice() -> bool:
-            return await domain.notes_of(engine, contract.contract_id) == 2
+            return await toy.credits_of(engine, contract.contract_id) == 2
 
         await wait_until(twice, what="the redelivered contract to run again")
 
@@ -80,8 +80,8 @@ async def test_no_dedup_executes_a_redelivered_contract_again(
 async def test_publish_without_outbox_still_delivers_the_outcome_when_nothing_fails(
     engine: AsyncEngine, bus: Bus, settings: ExecutorSettings, operations: Operations
 ) -> None:
-    board = await domain.new_board(engine)
-    contract = contracts.note(board)
+    account = await toy.new_account(engine)
+    contract = contracts.grant(account)
     async with harness.running(_switched(settings, publish_without_outbox=True), operations):
         await bus.publish(contract)
         outcome = await harness.outcome(engine, contract.contract_id)
@@ -101,15 +101,15 @@ async def test_a_crash_between_commit_and_publish_loses_the_outcome_only_without
     topology: Topology,
     unsafe: bool,
 ) -> None:
-    board = await domain.new_board(engine)
-    contract: ExecutionContract = contracts.note(board)
+    account = await toy.new_account(engine)
+    contract: ExecutionContract = contracts.grant(account)
     crash = DiesAfterCommit()
     executor = _executor(engine, topology, operations, crash if unsafe else None)
 
     outcome = await executor.handle(contract.model_dump_json().encode())
 
     assert isinstance(outcome, Succeeded)
-    assert await domain.notes_of(engine, contract.contract_id) == 1
+    assert await toy.credits_of(engine, contract.contract_id) == 1
     kept = await harness.outbox(engine, contract.proposal_id)
     if unsafe:
         assert kept == [] and [m.type for m in crash.lost] == ["execution.outcome"]

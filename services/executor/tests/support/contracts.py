@@ -7,13 +7,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import SecretStr
+from signoff_conformance.toy.domain import SECTION
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
 from signoff_runtime import keys
 from signoff_runtime.settings import ContractSigningSettings, ContractVerifyingSettings
 from signoff_runtime.signing import issue
 
-from support.domain import ORG
+from support.toy import APPROVER, GRANT, ORG, VOUCHER, grant_arguments, voucher_arguments
 
 _, _PRIVATE, _PUBLIC = keys.generate()
 #: what the proposals service would hold (a key made for this test run, never committed)
@@ -30,7 +31,7 @@ def contract(
     version: int = 1,
     execute_in_s: float = 300.0,
     key: ContractSigningSettings = SIGNING,
-    approved_by: str = "usr_approver",
+    approved_by: str = APPROVER,
     approvers: list[str] | None = None,
 ) -> ExecutionContract:
     now = datetime.now(UTC)
@@ -39,7 +40,7 @@ def contract(
         proposal_id=new_id("prp"),
         contract_id=new_id("ctr"),
         organization_id=ORG,
-        section="boards",
+        section=SECTION,
         resource_id=resource_id,
         operation_kind=kind,
         contract_version=version,
@@ -51,31 +52,29 @@ def contract(
     )
 
 
-def note(
-    board_id: str,
-    body: str = "hello",
+def grant(
+    account_id: str,
     *,
-    approved_by: str = "usr_approver",
+    approved_by: str = APPROVER,
     key: ContractSigningSettings = SIGNING,
     approvers: list[str] | None = None,
-    **extra: Any,
+    **knobs: Any,
 ) -> ExecutionContract:
+    """A goodwill credit to ``account_id``, as approved; ``knobs``: ``FaultyGrant``'s."""
     return contract(
-        "board.add_note",
-        {"board_id": board_id, "body": body, **extra},
-        resource_id=board_id,
+        GRANT,
+        grant_arguments(account_id, **knobs),
+        resource_id=account_id,
         approved_by=approved_by,
         key=key,
         approvers=approvers,
     )
 
 
-def charge(
-    board_id: str, amount: int = 500, *, approved_by: str = "usr_approver"
-) -> ExecutionContract:
+def voucher(account_id: str, *, approved_by: str = APPROVER) -> ExecutionContract:
     return contract(
-        "board.charge",
-        {"board_id": board_id, "amount": amount},
-        resource_id=board_id,
+        VOUCHER,
+        voucher_arguments(account_id),
+        resource_id=account_id,
         approved_by=approved_by,
     )

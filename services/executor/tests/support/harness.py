@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from signoff_conformance.toy.directory import ToyDirectory
 from signoff_contracts.outcomes import OperationOutcome, outcome_adapter
 from signoff_contracts.v1 import OutcomeReported, ReconciliationRequired
 from signoff_executor.app import create_app
@@ -19,7 +20,6 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from support.contracts import VERIFYING
-from support.directory import MembersDirectory
 
 
 def settings(
@@ -39,7 +39,7 @@ def settings(
 
 @asynccontextmanager
 async def running(settings: ExecutorSettings, operations: Operations) -> AsyncIterator[FastAPI]:
-    app = create_app(settings, operations, MembersDirectory())
+    app = create_app(settings, operations, ToyDirectory())
     async with app.router.lifespan_context(app):
         yield app
 

@@ -1,16 +1,16 @@
 """The app's wiring, without connecting anywhere: one subscriber, bounded, manual acks."""
 
 from faststream import AckPolicy
+from signoff_conformance.toy.domain import GrantCredit
+from signoff_conformance.toy.vouchers import SendVoucher, VoucherProvider
 from signoff_executor.app import create_app
 from signoff_executor.settings import RESERVED_CONNECTIONS, ExecutorGroup, ExecutorSettings
 from signoff_runtime.registry import Operations
-from support.operations import AddNote, ChargeBoard
-from support.provider import FakeProvider
 
 
 def test_contract_subscriber_has_bounded_prefetch_and_manual_acks() -> None:
     settings = ExecutorSettings(executor=ExecutorGroup(concurrency=5, graceful_timeout_s=3))
-    app = create_app(settings, Operations([AddNote(), ChargeBoard(FakeProvider())]))
+    app = create_app(settings, Operations([GrantCredit(), SendVoucher(VoucherProvider())]))
     runtime = app.state.runtime
     [subscriber] = runtime.broker.subscribers
     assert subscriber.queue.name == f"{settings.amqp.prefix}.executor.contracts"

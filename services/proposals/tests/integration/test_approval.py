@@ -157,7 +157,7 @@ async def test_a_decided_or_replaced_proposal_cannot_be_approved(service, how):
         resp = await service.http.post(
             f"/v1/proposals/{pid}/revise",
             headers={"Authorization": f"Bearer {token}"},
-            json={"request": {"points": 2}},
+            json={"request": {**(await service.row(pid)).request, "occasion": "outage"}},
         )
         assert resp.status_code == 200 and resp.json()["result"] == "revised"
 
@@ -309,7 +309,7 @@ async def test_corrupted_stored_arguments_fail_the_proposal_with_only_a_correlat
     await service.set(
         pid,
         "arguments = CAST(:a AS jsonb)",
-        a=json.dumps({"member_id": "m", "points": "DROP TABLE x; --"}),
+        a=json.dumps({**(await service.row(pid)).arguments, "amount_cents": "DROP TABLE x; --"}),
     )
 
     resp = await service.approve_http(pid, token)

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 from faststream.rabbit import RabbitBroker
-from proposals_testdomain import build
 from proposals_testkit import Harness, forget_unsent_outbox
+from proposals_toy import build
 from signoff_contracts.ids import new_id
 from signoff_proposals.app import create_app
 from signoff_proposals.settings import ProposalsSettings
@@ -30,7 +30,7 @@ async def running(
     request: pytest.FixtureRequest,
     settings: ProposalsSettings,
     engine: AsyncEngine,
-    members_table: None,
+    toy_schema: None,
     amqp: RabbitBroker,
     topology: Topology,
 ) -> AsyncIterator[Harness]:

@@ -10,8 +10,9 @@ import json
 from datetime import timedelta
 
 import pytest
-from proposals_testdomain import MISSING_MEMBER
-from proposals_testkit import KIND, drain_queue, pause_request, proposal_request
+from proposals_testkit import KIND, SECTION, drain_queue, pause_request, proposal_request
+from proposals_toy import STAMPED
+from signoff_conformance.toy.domain import AMOUNTS, GrantCredit
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import PausePointRequestReply, ProposalEvent, ProposalRequestReply
 from signoff_proposals.settings import ProposalsSettings
@@ -33,18 +34,32 @@ async def test_a_request_is_resolved_here_and_stored_pending_with_audit_and_even
 ):
     org = new_id("org")
     user = await service.member(org, "manager")
-    member_id = new_id("usr")
-    msg = proposal_request(service.token(user, org), resource_id=member_id, request={"points": 7})
+    account = await service.account(org, "Rue Cler Bakery")
+    msg = proposal_request(service.token(user, org), account, request={"occasion": "outage"})
     reply = await service.send(msg)
 
     assert reply.accepted and reply.proposal is not None
     row = await service.row(reply.proposal.id)
     assert (row.status, row.organization_id, row.requested_by) == ("pending", org, user)
-    # the contract is the test operation's resolve of this request and this resource
-    assert row.arguments == {"member_id": member_id, "points": 7}
-    assert row.preview == {"member_id": member_id, "points": 7} == reply.proposal.preview
-    assert (row.section, row.operation_kind, row.request) == ("members", KIND, {"points": 7})
-    assert row.expires_at - row.created_at == timedelta(hours=1)
+    # the contract is the toy operation's resolve of this request, from this account's row
+    cents = AMOUNTS[("basic", "outage")]
+    assert row.arguments == {
+        "account_id": account,
+        "occasion": "outage",
+        "plan": "basic",
+        "amount_cents": cents,
+    }
+    assert row.preview == reply.proposal.preview
+    assert row.preview == {
+        "account_name": "Rue Cler Bakery",
+        "plan": "basic",
+        "occasion": "outage",
+        "amount_cents": cents,
+    }
+    assert (row.section, row.operation_kind, row.resource_id) == (SECTION, KIND, account)
+    assert row.request == {"account_id": account, "occasion": "outage", "note": ""}  # as parsed
+    assert GrantCredit.ttl != timedelta(hours=24)  # not the default: the operation's own
+    assert row.expires_at - row.created_at == GrantCredit.ttl
     [audit] = await service.audit(row.id)
     assert (audit.action, audit.actor, audit.detail["via"]) == ("created", user, "token")
     [event] = await service.outbox(row.id)
@@ -58,9 +73,9 @@ async def test_a_request_is_resolved_here_and_stored_pending_with_audit_and_even
 
 
 async def test_the_preview_shown_and_the_arguments_stored_come_from_one_resolve_call(service):
-    """Each ``resolve`` of ``points.stamp`` stamps a fresh id into arguments and preview."""
+    """Each ``resolve`` of the stamped credit stamps a fresh id into arguments and preview."""
     org = new_id("org")
-    reply = await service.propose(org, operation_kind="points.stamp", request={"points": 3})
+    reply = await service.propose(org, operation_kind=STAMPED)
     assert reply.accepted, reply
     row = await service.row(reply.proposal.id)
     assert row.arguments["resolution"] == row.preview["resolution"]
@@ -69,13 +84,13 @@ async def test_the_preview_shown_and_the_arguments_stored_come_from_one_resolve_
     token = await _token(service, org)
     revised = await service.http.post(
         f"/v1/proposals/{row.id}/revise",
-        json={"request": {"points": 4}},
+        json={"request": {**row.request, "occasion": "outage"}},
         headers={"Authorization": f"Bearer {token}"},
     )
     assert revised.status_code == 200, revised.text
     new = await service.row(revised.json()["proposal"]["id"])
     assert new.arguments["resolution"] == new.preview["resolution"] != row.preview["resolution"]
-    assert new.arguments["points"] == new.preview["points"] == 4
+    assert new.arguments["occasion"] == new.preview["occasion"] == "outage"
 
 
 async def test_fields_of_the_agents_making_are_ignored_what_runs_is_what_was_resolved(service):
@@ -83,11 +98,13 @@ async def test_fields_of_the_agents_making_are_ignored_what_runs_is_what_was_res
     person to a v2 request: none of it is read (readers ignore unknown fields)."""
     org, elsewhere = new_id("org"), new_id("org")
     user = await service.member(org, "manager")
-    msg = proposal_request(service.token(user, org), request={"points": 2})
+    account, mallorys = await service.account(org), await service.account(elsewhere)
+    msg = proposal_request(service.token(user, org), account)
     tampered = json.loads(msg.model_dump_json())
+    resolved = {"account_id": account, "occasion": "goodwill", "plan": "basic"}
     tampered.update(
-        arguments={"member_id": "usr_mallory", "points": 9999},
-        preview={"member_id": tampered["resource_id"], "points": 2},
+        arguments={**resolved, "account_id": mallorys, "amount_cents": 999_999},
+        preview={"account_name": "Ada's Bakery", "plan": "basic", "occasion": "goodwill"},
         organization_id=elsewhere,
         requested_by="usr_mallory",
         section="elsewhere",
@@ -96,8 +113,10 @@ async def test_fields_of_the_agents_making_are_ignored_what_runs_is_what_was_res
 
     assert reply.accepted, reply
     row = await service.row(msg.proposal_id)
-    assert row.arguments == {"member_id": msg.resource_id, "points": 2} == row.preview
-    assert (row.organization_id, row.requested_by, row.section) == (org, user, "members")
+    cents = AMOUNTS[("basic", "goodwill")]
+    assert row.arguments == {**resolved, "amount_cents": cents}
+    assert row.preview == {**tampered["preview"], "amount_cents": cents}
+    assert (row.organization_id, row.requested_by, row.section) == (org, user, SECTION)
 
 
 async def test_a_v1_request_carrying_the_agents_contract_is_refused_and_dead_lettered(
@@ -111,13 +130,23 @@ async def test_a_v1_request_carrying_the_agents_contract_is_refused_and_dead_let
         "proposal_id": new_id("prp"),
         "organization_id": org,
         "requested_by": "usr_agent",
-        "section": "members",
-        "resource_id": "usr_1",
+        "section": SECTION,
+        "resource_id": "acc_1",
         "operation_kind": KIND,
         "contract_version": 1,
-        "request": {"points": 1},
-        "arguments": {"member_id": "usr_mallory", "points": 9999},
-        "preview": {"member_id": "usr_1", "points": 1},
+        "request": {"account_id": "acc_1", "occasion": "goodwill"},
+        "arguments": {
+            "account_id": "acc_mallory",
+            "occasion": "outage",
+            "plan": "pro",
+            "amount_cents": 999_999,
+        },
+        "preview": {
+            "account_name": "Ada's Bakery",
+            "plan": "basic",
+            "occasion": "goodwill",
+            "amount_cents": 500,
+        },
     }
     reply = await service.send(json.dumps(v1).encode())
     assert not reply.accepted and reply.reason.code == "unsupported_version"
@@ -154,7 +183,8 @@ async def test_a_duplicate_request_returns_the_stored_proposal_and_resolves_noth
 
     # the same message redelivered, and the same proposal id asked again with another request
     again = await service.send(msg)
-    resent = msg.model_copy(update={"message_id": new_id("msg"), "request": {"points": 9}})
+    other_request = {**msg.request, "occasion": "outage"}
+    resent = msg.model_copy(update={"message_id": new_id("msg"), "request": other_request})
     third = await service.send(resent)
 
     after = (
@@ -183,11 +213,11 @@ async def _token(service, org: str, role: str = "admin") -> str:
 @pytest.mark.parametrize(
     ("overrides", "refusal", "code"),
     [
-        ({"operation_kind": "points.unknown"}, "invalid", "unknown_operation"),
+        ({"operation_kind": "account.unknown"}, "invalid", "unknown_operation"),
         ({"contract_version": 7}, "invalid", "unknown_operation"),
-        ({"request": {"points": 5, "member_id": "m"}}, "invalid", "invalid_request"),
-        ({"request": {"points": 0}}, "invalid", "invalid_request"),
-        ({"resource_id": MISSING_MEMBER}, "rejected", "member_not_found"),
+        ({"request": {"amount_cents": 5}}, "invalid", "invalid_request"),
+        ({"request": {"occasion": "birthday"}}, "invalid", "invalid_request"),
+        ({"request": {"account_id": "acc_missing"}}, "rejected", "account_not_found"),
     ],
 )
 async def test_a_request_that_cannot_be_resolved_is_refused_and_not_stored(
@@ -217,7 +247,7 @@ async def test_only_a_current_member_with_a_proposing_role_may_propose(service, 
         await service.remove_member(org, user)
     if who == "bad token":
         token = token[:-4] + "AAAA"
-    msg = proposal_request(token)
+    msg = proposal_request(token, await service.account(org))
     reply = await service.send(msg)
     assert not reply.accepted and (reply.refusal, reply.reason.code) == (refusal, code)
     assert await service.row(msg.proposal_id) is None
@@ -225,14 +255,14 @@ async def test_only_a_current_member_with_a_proposing_role_may_propose(service, 
 
 async def test_each_persons_proposals_are_rate_limited(service):
     org = new_id("org")
-    token = await _token(service, org)
+    token, account = await _token(service, org), await service.account(org)
     for _ in range(RATE):
-        assert (await service.send(proposal_request(token))).accepted
-    over = await service.send(proposal_request(token))
+        assert (await service.send(proposal_request(token, account))).accepted
+    over = await service.send(proposal_request(token, account))
     assert not over.accepted and over.refusal == "rate_limited"
     assert over.reason.code == "rate_limited" and over.reason.params["retry_after_s"] >= 1
     # someone else of the organization is not slowed down by it
-    assert (await service.send(proposal_request(await _token(service, org)))).accepted
+    assert (await service.send(proposal_request(await _token(service, org), account))).accepted
 
 
 async def test_an_event_started_turn_speaks_through_a_recently_resolved_pause_point(service):
@@ -252,7 +282,9 @@ async def test_an_event_started_turn_speaks_through_a_recently_resolved_pause_po
     )
     assert answered.status_code == 200, answered.text
 
-    ok = proposal_request(None, resumed_from=stored, conversation_id=chat)
+    ok = proposal_request(
+        None, await service.account(org), resumed_from=stored, conversation_id=chat
+    )
     reply = await service.send(ok)
     assert reply.accepted, reply
     row = await service.row(ok.proposal_id)

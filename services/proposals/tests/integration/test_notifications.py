@@ -16,8 +16,8 @@ import pytest
 import pytest_asyncio
 from faststream.rabbit import RabbitBroker
 from notify_receivers import Mail, Mailbox, Receiver
-from proposals_testdomain import build
 from proposals_testkit import Harness, forget_unsent_outbox
+from proposals_toy import build
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ReconciliationChecked
 from signoff_proposals.app import create_app
@@ -110,7 +110,7 @@ async def test_a_receiver_verifies_each_signed_event_and_only_managers_subscribe
     created, decided = sorted(receiver.got, key=lambda r: r.json()["status"] != "pending")
     assert all(r.verified for r in receiver.got)
     assert created.json()["type"] == "proposal.created"
-    assert created.json()["title"] == "Grant 5 points"
+    assert created.json()["title"] == "Credit €5.00 to Ada's Bakery"
     assert created.json()["url"] == f"{WEB}/proposals/{pid}"
     assert decided.headers["signoff-event"] == "proposal.decided"
     # the receiver's check fails for a tampered body, a wrong secret and an old timestamp
@@ -181,14 +181,17 @@ async def test_slack_format_carries_the_preview_lines_and_the_card_link(
     await receiver.start()
     made = await subscribe(service, org, receiver.url, events=["created"], fmt="slack")
     receiver.secret = made["secret"]
-    pid = await service.pending(org, resource_id="usr_alice")
+    pid = await service.pending(org, account_id=await service.account(org, "Alice's Café"))
 
     got = (await wait_until(lambda: _count(receiver, 1), what="the slack message"))[0]
     assert got.verified
     body = got.json()
-    assert body["text"] == "Waiting for approval: Grant 5 points"
+    assert body["text"] == "Waiting for approval: Credit €5.00 to Alice's Café"
     fields = next(b for b in body["blocks"] if "fields" in b)["fields"]
-    assert fields == [{"type": "mrkdwn", "text": "*member*\nusr_alice"}]
+    assert fields == [
+        {"type": "mrkdwn", "text": "*Plan*\nbasic"},
+        {"type": "mrkdwn", "text": "*Occasion*\nGoodwill gesture"},
+    ]
     button = next(b for b in body["blocks"] if b["type"] == "actions")["elements"][0]
     assert button["url"] == f"{WEB}/proposals/{pid}"
 
@@ -228,7 +231,7 @@ async def test_an_escalation_is_posted_once_per_attempt(
 async def test_nothing_is_lost_across_a_restart_of_the_notifier(
     settings: ProposalsSettings,
     engine: AsyncEngine,
-    members_table: None,
+    toy_schema: None,
     amqp: RabbitBroker,
     topology: Topology,
     receiver: Receiver,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from proposals_testkit import drain_queue
+from proposals_testkit import KIND, drain_queue
 from signoff_contracts.ids import new_id
 from signoff_contracts.outcomes import NeedsReconciliation, Succeeded, TerminalFailure
 from signoff_contracts.v1 import OutcomeReported
@@ -28,7 +28,7 @@ def _report(pid: str, contract_id: str, outcome, **kw) -> OutcomeReported:
     return OutcomeReported(
         proposal_id=pid,
         contract_id=contract_id,
-        operation_kind="points.grant",
+        operation_kind=KIND,
         outcome=outcome,
         correlation_id=pid,
         **kw,

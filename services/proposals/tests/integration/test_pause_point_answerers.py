@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 from faststream.rabbit import RabbitBroker
-from proposals_testdomain import build
 from proposals_testkit import Harness, forget_unsent_outbox
+from proposals_toy import build
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import PausePointRequestReply, PausePointResolved, ResolvePausePoint
 from signoff_proposals.app import create_app
@@ -178,7 +178,7 @@ async def test_an_edited_payload_must_fill_in_the_pause_points_schema(service):
 async def unsafe_service(
     settings: ProposalsSettings,
     engine: AsyncEngine,
-    members_table: None,
+    toy_schema: None,
     amqp: RabbitBroker,
     topology: Topology,
 ) -> AsyncIterator[Harness]:

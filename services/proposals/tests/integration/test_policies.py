@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from proposals_testkit import KIND
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
 from signoff_runtime.settings import ContractVerifyingSettings
@@ -86,10 +87,11 @@ async def test_a_role_the_policy_does_not_count_is_forbidden(service) -> None:
 
 async def test_a_threshold_applies_above_it_and_not_below(service) -> None:
     org = new_id("org")
-    rule = {"when": {"fact": "points", "op": ">", "value": 100}, "approvals": 2}
+    # a basic account's outage credit is €10.00, its goodwill credit €5.00
+    rule = {"when": {"fact": "amount_cents", "op": ">", "value": 700}, "approvals": 2}
     assert (await service.set_policy(org, [rule])).status_code == 200
-    big = await service.pending(org, request={"points": 150})
-    small = await service.pending(org, request={"points": 35})
+    big = await service.pending(org, request={"occasion": "outage"})
+    small = await service.pending(org, request={"occasion": "goodwill"})
     manager = service.token(await service.member(org, "manager"), org)
 
     assert (await service.approve_http(big, manager)).json()["result"] == "approval_recorded"
@@ -164,18 +166,18 @@ async def test_racing_approvals_of_three_managers_make_exactly_one_contract(serv
 
 async def test_a_policy_naming_an_undeclared_fact_is_refused(service) -> None:
     org = new_id("org")
-    bad = [{"when": {"fact": "amount_cents", "op": ">", "value": 1}, "approvals": 2}]
+    bad = [{"when": {"fact": "account_name", "op": "==", "value": "x"}, "approvals": 2}]
     resp = await service.set_policy(org, bad)
     assert resp.status_code == 422 and resp.json()["code"] == "invalid_policy", resp.text
-    assert "amount_cents" in resp.json()["problems"][0]
-    wrong_type = [{"when": {"fact": "points", "op": ">", "value": "many"}, "approvals": 2}]
+    assert "account_name" in resp.json()["problems"][0]  # in the preview, but not a fact
+    wrong_type = [{"when": {"fact": "amount_cents", "op": ">", "value": "many"}, "approvals": 2}]
     assert (await service.set_policy(org, wrong_type)).status_code == 422
     listed = await service.http.get(
         "/v1/policies", headers={"Authorization": f"Bearer {await service.approver(org)}"}
     )
     assert listed.status_code == 200
     versions = {i["operation_kind"]: i["version"] for i in listed.json()["items"]}
-    assert versions["points.grant"] is None
+    assert versions[KIND] is None
 
 
 async def test_only_managers_read_or_change_policies_and_changes_are_versioned(service) -> None:
@@ -184,14 +186,14 @@ async def test_only_managers_read_or_change_policies_and_changes_are_versioned(s
     headers = {"Authorization": f"Bearer {viewer}"}
     assert (await service.http.get("/v1/policies", headers=headers)).status_code == 403
     put = await service.http.put(
-        "/v1/policies/points.grant", json={"rules": TWO_MANAGERS}, headers=headers
+        f"/v1/policies/{KIND}", json={"rules": TWO_MANAGERS}, headers=headers
     )
     assert put.status_code == 403
     for rules in (TWO_MANAGERS, []):
         assert (await service.set_policy(org, rules)).status_code == 200
     manager = await service.approver(org, "manager")
     shown = await service.http.get(
-        "/v1/policies/points.grant", headers={"Authorization": f"Bearer {manager}"}
+        f"/v1/policies/{KIND}", headers={"Authorization": f"Bearer {manager}"}
     )
     body = shown.json()
     assert body["version"] == 2 and body["rules"] == []
@@ -199,6 +201,6 @@ async def test_only_managers_read_or_change_policies_and_changes_are_versioned(s
     other = new_id("org")  # another organization's policies are its own
     other_manager = await service.approver(other, "manager")
     theirs = await service.http.get(
-        "/v1/policies/points.grant", headers={"Authorization": f"Bearer {other_manager}"}
+        f"/v1/policies/{KIND}", headers={"Authorization": f"Bearer {other_manager}"}
     )
     assert theirs.json()["version"] is None

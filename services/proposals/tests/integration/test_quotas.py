@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from proposals_testdomain import build
 from proposals_testkit import pause_request, proposal_request, proposer_token
+from proposals_toy import build
+from signoff_conformance.toy.domain import open_account
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import PausePointRequestReply, ProposalRequestReply
 from signoff_contracts.v2 import PausePointRequested, ProposalRequested
@@ -40,7 +41,7 @@ def settings(settings: ProposalsSettings) -> ProposalsSettings:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def ctx(settings, engine, topology, members_table) -> Context:
+async def ctx(settings, engine, topology, toy_schema) -> Context:
     """The service's code called directly, so twenty requests really do run at once."""
     operations, directory = build()
     return Context(
@@ -97,8 +98,10 @@ async def test_the_next_proposal_over_a_limit_is_refused_with_the_reason(service
 async def test_a_decided_or_lapsed_proposal_frees_its_place_and_a_replay_still_answers(service):
     org = new_id("org")
     chat = new_id("cnv")
-    token = await token_of(service.engine, org)
-    requests = [proposal_request(token, conversation_id=chat) for _ in range(PER_CONVERSATION)]
+    token, account = await token_of(service.engine, org), await open_account(service.engine, org)
+    requests = [
+        proposal_request(token, account, conversation_id=chat) for _ in range(PER_CONVERSATION)
+    ]
     for msg in requests:
         assert (await send(service, msg)).accepted
 
@@ -121,10 +124,13 @@ async def send(service, msg: ProposalRequested) -> ProposalRequestReply:
 
 async def test_twenty_concurrent_requests_in_one_conversation_store_exactly_the_limit(ctx):
     org, chat = new_id("org"), new_id("cnv")
-    token = await token_of(ctx.engine, org)
+    token, account = await token_of(ctx.engine, org), await open_account(ctx.engine, org)
 
     replies = await asyncio.gather(
-        *(intake.store(ctx, proposal_request(token, conversation_id=chat)) for _ in range(20))
+        *(
+            intake.store(ctx, proposal_request(token, account, conversation_id=chat))
+            for _ in range(20)
+        )
     )
 
     accepted = [r for r in replies if r.accepted]
@@ -135,11 +141,11 @@ async def test_twenty_concurrent_requests_in_one_conversation_store_exactly_the_
 
 async def test_twenty_concurrent_requests_across_conversations_store_exactly_the_org_limit(ctx):
     org = new_id("org")
-    token = await token_of(ctx.engine, org)
+    token, account = await token_of(ctx.engine, org), await open_account(ctx.engine, org)
 
     replies = await asyncio.gather(
         *(
-            intake.store(ctx, proposal_request(token, conversation_id=new_id("cnv")))
+            intake.store(ctx, proposal_request(token, account, conversation_id=new_id("cnv")))
             for _ in range(20)
         )
     )
@@ -161,7 +167,10 @@ async def test_pause_points_have_their_own_per_conversation_limit(ctx):
     assert _refusals(replies) == {"conversation_quota_exceeded"}
     assert await pending_count(ctx.engine, "pause_points", org) == 3
     # proposals in the same conversation are counted apart
-    assert (await intake.store(ctx, proposal_request(token, conversation_id=chat))).accepted
+    account = await open_account(ctx.engine, org)
+    assert (
+        await intake.store(ctx, proposal_request(token, account, conversation_id=chat))
+    ).accepted
 
 
 async def test_the_pause_point_limit_holds_over_amqp(service):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from proposals_testkit import KIND
 from signoff_contracts.ids import new_id
 
 pytestmark = pytest.mark.integration
@@ -65,7 +66,7 @@ async def test_a_proposal_shows_preview_status_and_audit_but_never_arguments(ser
     ).json()
 
     assert shown["id"] == pid and shown["status"] == "executing"
-    assert shown["preview"]["points"] == 5 and "arguments" not in shown
+    assert shown["preview"]["amount_cents"] == 500 and "arguments" not in shown
     assert [(a["action"], a["to_status"]) for a in shown["audit"]] == [
         ("created", "pending"),
         ("claimed", "executing"),
@@ -94,7 +95,7 @@ async def test_health_and_metrics(service):
     org = new_id("org")
     await service.approve_http(await service.pending(org), await service.approver(org))
     metrics = (await service.http.get("/metrics")).text
-    assert 'signoff_proposals_transitions_total{kind="points.grant",status="executing"}' in metrics
+    assert f'signoff_proposals_transitions_total{{kind="{KIND}",status="executing"}}' in metrics
     assert (
         'signoff_proposals_approval_commands_total{channel="http",command="approve",'
         'result="claimed"}'

@@ -16,8 +16,9 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-from proposals_testdomain import GrantPoints, TableDirectory
-from proposals_testkit import Harness, drain_queue, forget_unsent_outbox
+from proposals_testkit import KIND, Harness, drain_queue, forget_unsent_outbox
+from signoff_conformance.toy.directory import ToyDirectory
+from signoff_conformance.toy.domain import GrantCredit
 from signoff_contracts.ids import new_id
 from signoff_contracts.outcomes import NeedsReconciliation, Succeeded, TerminalFailure
 from signoff_contracts.v1 import ApproveProposal, OutcomeReported, ReconciliationChecked
@@ -46,7 +47,7 @@ def _report(pid: str, contract_id: str, outcome: Any, **kw: Any) -> OutcomeRepor
     return OutcomeReported(
         proposal_id=pid,
         contract_id=contract_id,
-        operation_kind="points.grant",
+        operation_kind=KIND,
         outcome=outcome,
         correlation_id=pid,
         **kw,
@@ -211,13 +212,16 @@ async def test_an_escalated_check_is_audited_once_listed_first_and_concluded_by_
     older, _, _, _ = await _needs_reconciliation(service)
     await service.set(older, "decided_at = now() - interval '5 hours'")
     pid, contract_id, token, _ = await _needs_reconciliation(service)
+    # one check after the other, as the reconciler makes them (the page lists them as stored)
     await _publish_check(service, _checked(pid, 1, "pending"))
+    await wait_until(lambda: _has(service, pid, 1), what="the first check stored")
     later = datetime.now(UTC) + timedelta(hours=1)
     escalation = _checked(
         pid, 2, "pending", escalated=True, detail="escalated after 86400s", next_check_at=later
     )
     for message in (escalation, escalation):  # the second is a redelivered copy
         await _publish_check(service, message)
+    await wait_until(lambda: _has(service, pid, 2), what="the escalation stored")
     await _publish_check(service, _checked(pid, 3, "error", detail="ProviderUnavailable"))
     await wait_until(lambda: _has(service, pid, 3), what="three checks stored")
 
@@ -272,7 +276,7 @@ async def _stuck(database_url: str) -> list[dict[str, Any]]:
     return rows
 
 
-class _Broken(GrantPoints):
+class _Broken(GrantCredit):
     """Approving it always raises: the command can never be handled."""
 
     def authorize(self, actor: Any, scope: Any) -> bool:
@@ -284,10 +288,10 @@ class _Broken(GrantPoints):
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def broken_service(
-    settings: Any, engine: Any, members_table: None, amqp: Any, topology: Any
+    settings: Any, engine: Any, toy_schema: None, amqp: Any, topology: Any
 ) -> AsyncIterator[Harness]:
     await forget_unsent_outbox(engine)
-    app = create_app(settings, Operations([_Broken()]), TableDirectory())
+    app = create_app(settings, Operations([_Broken()]), ToyDirectory())
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://proposals") as http:

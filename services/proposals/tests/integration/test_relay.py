@@ -7,7 +7,7 @@ import contextlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from proposals_testkit import drain_queue, forget_unsent_outbox
+from proposals_testkit import KIND, SECTION, drain_queue, forget_unsent_outbox
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
 from signoff_proposals.tables import outbox
@@ -37,11 +37,16 @@ def _contract(settings) -> ExecutionContract:
             contract_id=new_id("ctr"),
             proposal_id=pid,
             organization_id="org_1",
-            section="members",
-            resource_id="usr_1",
-            operation_kind="points.grant",
+            section=SECTION,
+            resource_id="acc_1",
+            operation_kind=KIND,
             contract_version=1,
-            arguments={"member_id": "usr_1", "points": 1},
+            arguments={
+                "account_id": "acc_1",
+                "occasion": "goodwill",
+                "plan": "basic",
+                "amount_cents": 500,
+            },
             approved_by="usr_2",
             approved_at=now,
             execute_by=now + timedelta(minutes=5),

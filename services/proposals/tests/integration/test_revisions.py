@@ -9,7 +9,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from proposals_testdomain import BUDGET
+from signoff_conformance.toy.domain import AMOUNTS, grant_request
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ReviseProposal
 from sqlalchemy import text
@@ -30,6 +30,11 @@ def problem(resp, status: int, code: str) -> dict[str, Any]:
     body = resp.json()
     assert body["code"] == code
     return body
+
+
+async def outage(service, proposal_id: str) -> dict[str, Any]:
+    """The pending proposal's request, for an outage instead of goodwill."""
+    return {**(await service.row(proposal_id)).request, "occasion": "outage"}
 
 
 async def snapshot(service, proposal_id: str) -> tuple[Any, ...]:
@@ -60,21 +65,25 @@ async def test_a_revision_supersedes_the_pending_proposal_in_one_step(service):
     old = await service.pending(org, conversation_id=conversation)
     user = await service.member(org, "manager")
 
-    resp = await revise_http(service, old, service.token(user, org), {"points": 7})
+    edited = await outage(service, old)
+    resp = await revise_http(service, old, service.token(user, org), edited)
 
     assert resp.status_code == 200, resp.text
     body = resp.json()
     assert body["result"] == "revised"
     new = body["proposal"]["id"]
     assert new != old and body["proposal"]["status"] == "pending"
-    assert body["proposal"]["preview"]["points"] == 7
+    cents = AMOUNTS[("basic", "outage")]
+    assert body["proposal"]["preview"]["amount_cents"] == cents != AMOUNTS[("basic", "goodwill")]
 
     old_row, new_row = await service.row(old), await service.row(new)
     assert (old_row.status, old_row.superseded_by) == ("superseded", new)
     assert new_row.status == "pending" and new_row.requested_by == user
     # one resolve of the edited request, on the stored scope: what runs is what is shown
-    expected = {"member_id": old_row.resource_id, "points": 7}
-    assert new_row.arguments == expected == new_row.preview and new_row.request == {"points": 7}
+    shown = {"occasion": "outage", "plan": "basic", "amount_cents": cents}
+    assert new_row.arguments == {"account_id": old_row.resource_id, **shown}
+    assert new_row.preview == {"account_name": "Ada's Bakery", **shown}
+    assert new_row.request == edited
     for column in ("organization_id", "conversation_id", "section", "resource_id"):
         assert getattr(new_row, column) == getattr(old_row, column), column
     assert new_row.operation_kind == old_row.operation_kind
@@ -103,14 +112,14 @@ async def test_revise_over_amqp_is_the_same_path_and_a_replay_decides_nothing_ag
     org = new_id("org")
     old = await service.pending(org)
     command = ReviseProposal(
-        token=await service.approver(org), proposal_id=old, request={"points": 9}
+        token=await service.approver(org), proposal_id=old, request=await outage(service, old)
     )
 
     first = await service.command(command)
     replay = await service.command(command)
 
     assert (first.result, first.http_status) == ("revised", 200)
-    assert first.proposal is not None and first.proposal.preview["points"] == 9
+    assert first.proposal is not None and first.proposal.preview["occasion"] == "outage"
     assert first.causation_id == command.message_id
     assert replay == first
     assert (await service.row(old)).superseded_by == first.proposal.id
@@ -129,7 +138,11 @@ async def test_a_claimed_declined_or_lapsed_proposal_is_not_revised(service):
     await service.set(lapsed, "expires_at = now() - interval '1 second'")
 
     refusals = {
-        pid: problem(await revise_http(service, pid, token, {"points": 2}), 409, "not_approvable")
+        pid: problem(
+            await revise_http(service, pid, token, await outage(service, pid)),
+            409,
+            "not_approvable",
+        )
         for pid in (claimed, declined, lapsed)
     }
 
@@ -147,11 +160,13 @@ async def test_who_may_revise_is_checked_like_an_approval(service):
     viewer = service.token(await service.member(org, "viewer"), org)
     stranger = await service.approver(new_id("org"))
     before = await service.row(pid)
+    edited = await outage(service, pid)
 
-    forbidden = await revise_http(service, pid, viewer, {"points": 2})
-    hidden = await revise_http(service, pid, stranger, {"points": 2})
-    anonymous = await revise_http(service, pid, None, {"points": 2})
-    bad_request = await revise_http(service, pid, await service.approver(org), {"points": -1})
+    forbidden = await revise_http(service, pid, viewer, edited)
+    hidden = await revise_http(service, pid, stranger, edited)
+    anonymous = await revise_http(service, pid, None, edited)
+    bad = {**edited, "occasion": "birthday"}
+    bad_request = await revise_http(service, pid, await service.approver(org), bad)
 
     problem(forbidden, 403, "forbidden")
     problem(hidden, 404, "not_found")
@@ -165,14 +180,15 @@ async def test_a_request_the_operation_refuses_changes_nothing(service):
     org = new_id("org")
     pid = await service.pending(org)
     before = await snapshot(service, pid)
+    theirs = await service.account(new_id("org"))  # another organization's account
 
     body = problem(
-        await revise_http(service, pid, await service.approver(org), {"points": BUDGET + 1}),
+        await revise_http(service, pid, await service.approver(org), grant_request(theirs)),
         422,
         "invalid",
     )
 
-    assert body["reason"] == {"code": "points_over_budget", "params": {"budget": BUDGET}}
+    assert body["reason"] == {"code": "account_not_found", "params": {"account_id": theirs}}
     assert await snapshot(service, pid) == before
     assert await successors(service, pid) == 0
 
@@ -182,13 +198,14 @@ async def test_concurrent_approve_and_revise_exactly_one_wins(service):
     token = await service.approver(org)
     for delay in (0.0, 0.0, 0.0, 0.01, 0.02, 0.05):
         pid = await service.pending(org)
+        edited = await outage(service, pid)
 
         async def approve_later(pid: str = pid, delay: float = delay) -> int:
             await asyncio.sleep(delay)
             return (await service.approve_http(pid, token)).status_code
 
         revised, approved = await asyncio.gather(
-            revise_http(service, pid, token, {"points": 6}), approve_later()
+            revise_http(service, pid, token, edited), approve_later()
         )
 
         assert sorted([revised.status_code, approved]) == [200, 409], (delay, revised.text)
@@ -215,7 +232,8 @@ async def test_a_revision_fits_a_full_conversation_because_it_replaces_one(servi
     limit = settings.proposals.max_pending_per_conversation
     pids = [await service.pending(org, conversation_id=conversation) for _ in range(limit)]
 
-    resp = await revise_http(service, pids[0], await service.approver(org), {"points": 8})
+    edited = await outage(service, pids[0])
+    resp = await revise_http(service, pids[0], await service.approver(org), edited)
     extra = await service.propose(org, conversation_id=conversation)
 
     assert resp.status_code == 200, resp.text

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from proposals_testdomain import build
-from proposals_testkit import proposal_request, proposer_token
+from proposals_testkit import enrol, proposal_request, proposer_token
+from proposals_toy import build
+from signoff_conformance.toy.domain import open_account
 from signoff_contracts.ids import new_id
 from signoff_proposals import sweeps
 from signoff_proposals.context import Context
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def ctx(settings, engine, topology, members_table):
+async def ctx(settings, engine, topology, toy_schema):
     tuned = settings.model_copy(
         update={
             "proposals": ProposalsGroup(
@@ -41,7 +42,7 @@ async def ctx(settings, engine, topology, members_table):
 
 async def _pending(ctx: Context, org: str) -> str:
     token = await proposer_token(ctx.engine, ctx.settings.auth, org)
-    reply = await intake.store(ctx, proposal_request(token))
+    reply = await intake.store(ctx, proposal_request(token, await open_account(ctx.engine, org)))
     assert reply.accepted and reply.proposal is not None
     return reply.proposal.id
 
@@ -56,7 +57,7 @@ async def _claimed(ctx: Context) -> str:
     org = new_id("org")
     pid = await _pending(ctx, org)
     user = new_id("usr")
-    await _sql(ctx, "INSERT INTO proposals_testing.members VALUES (:u, :o, 'admin')", u=user, o=org)
+    await enrol(ctx.engine, org, "admin", user)
     async with unit_of_work(ctx.engine) as tx:
         reply = await decide.approve(ctx, tx, issue_token(ctx.settings.auth, user, org), pid)
     assert reply.result == "claimed"

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from proposals_testdomain import build
-from proposals_testkit import enrol, proposal_request, proposer_token
+from proposals_testkit import KIND, SECTION, enrol, proposal_request, proposer_token
+from proposals_toy import build
+from signoff_conformance.toy.domain import open_account
 from signoff_contracts.ids import new_id
 from signoff_contracts.outcomes import Succeeded
 from signoff_contracts.status import TRANSITIONS, IllegalTransition, ProposalStatus
@@ -39,7 +40,7 @@ PAIRS = [(a, b) for a in S for b in S]
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def ctx(settings, engine, topology, members_table):
+async def ctx(settings, engine, topology, toy_schema):
     operations, directory = build()
     return Context(
         settings=settings,
@@ -57,13 +58,23 @@ async def _proposal(ctx: Context, status: S, *, lapsed: bool = False) -> str:
         organization_id=new_id("org"),
         requested_by=new_id("usr"),
         conversation_id=None,
-        section="members",
-        resource_id=new_id("usr"),
-        operation_kind="points.grant",
+        section=SECTION,
+        resource_id=new_id("acc"),
+        operation_kind=KIND,
         contract_version=1,
-        request={"points": 5},
-        arguments={"user_id": "usr_1", "points": 5},
-        preview={"title": "Grant 5 points"},
+        request={"account_id": "acc_1", "occasion": "goodwill"},
+        arguments={
+            "account_id": "acc_1",
+            "occasion": "goodwill",
+            "plan": "basic",
+            "amount_cents": 500,
+        },
+        preview={
+            "account_name": "Ada's Bakery",
+            "plan": "basic",
+            "occasion": "goodwill",
+            "amount_cents": 500,
+        },
     )
     async with unit_of_work(ctx.engine) as tx:
         row = await transitions.create(
@@ -237,7 +248,11 @@ async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):
     performance budget: more is a regression.)"""
     org = new_id("org")
     proposed = await intake.store(
-        ctx, proposal_request(await proposer_token(ctx.engine, ctx.settings.auth, org))
+        ctx,
+        proposal_request(
+            await proposer_token(ctx.engine, ctx.settings.auth, org),
+            await open_account(ctx.engine, org),
+        ),
     )
     assert proposed.proposal is not None
     pid = proposed.proposal.id
@@ -255,7 +270,7 @@ async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):
     report = OutcomeReported(
         proposal_id=pid,
         contract_id=contract_id,
-        operation_kind="points.grant",
+        operation_kind=KIND,
         outcome=Succeeded(result={}),
         correlation_id=pid,
     )

@@ -25,8 +25,8 @@ from typing import Any
 import httpx
 import pytest
 from faststream.rabbit import RabbitBroker
-from proposals_testdomain import build
-from proposals_testkit import Harness, drain_queue, forget_unsent_outbox
+from proposals_testkit import KIND, SECTION, Harness, drain_queue, forget_unsent_outbox
+from proposals_toy import build
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import Envelope, ExecutionContract
 from signoff_proposals.app import create_app
@@ -55,7 +55,7 @@ async def running(
     request: pytest.FixtureRequest,
     settings: ProposalsSettings,
     engine: AsyncEngine,
-    members_table: None,
+    toy_schema: None,
     amqp: RabbitBroker,
     topology: Topology,
 ) -> AsyncIterator[Running]:
@@ -189,21 +189,35 @@ async def test_an_approvals_contract_and_the_outbox(running: Running, amqp_url: 
         assert len(await service.contracts(other)) == 1  # the relay will send it
 
 
+MALLORYS = {
+    "account_id": "acc_mallory",
+    "occasion": "outage",
+    "plan": "pro",
+    "amount_cents": 999_999,
+}
+
+
 def _agent_made(org: str, requested_by: str) -> dict[str, Any]:
-    """What a taken-over agent sends in the v1 shape: shows 1 point, runs 9,999 for Mallory."""
+    """What a taken-over agent sends in the v1 shape: shows Alice €5.00, runs €9,999.99 for
+    Mallory."""
     return {
         "type": "proposal.requested",
         "version": 1,
         "proposal_id": new_id("prp"),
         "organization_id": org,
         "requested_by": requested_by,
-        "section": "members",
-        "resource_id": "usr_alice",
-        "operation_kind": "points.grant",
+        "section": SECTION,
+        "resource_id": "acc_alice",
+        "operation_kind": KIND,
         "contract_version": 1,
-        "request": {"points": 1},
-        "arguments": {"member_id": "usr_mallory", "points": 9999},
-        "preview": {"member_id": "usr_alice", "points": 1},
+        "request": {"account_id": "acc_alice", "occasion": "goodwill"},
+        "arguments": MALLORYS,
+        "preview": {
+            "account_name": "Alice's Café",
+            "plan": "basic",
+            "occasion": "goodwill",
+            "amount_cents": 500,
+        },
     }
 
 
@@ -225,8 +239,8 @@ async def test_a_contract_the_agent_made(running: Running) -> None:
     approved = await service.approve_http(pid, await service.approver(org))
     assert approved.status_code == 200
     [contract] = await service.contracts(pid)
-    # the person approved "1 point for Alice"; the contract runs 9,999 for Mallory
-    assert contract["arguments"] == {"member_id": "usr_mallory", "points": 9999}
+    # the person approved "€5.00 to Alice's Café"; the contract runs €9,999.99 for Mallory
+    assert contract["arguments"] == MALLORYS
 
 
 @_switches(skip_quorum=True)

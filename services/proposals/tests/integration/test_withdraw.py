@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 from faststream.rabbit import RabbitBroker
-from proposals_testdomain import build
 from proposals_testkit import Harness, forget_unsent_outbox
+from proposals_toy import build
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import WithdrawProposal
 from signoff_proposals.app import create_app
@@ -139,7 +139,7 @@ async def test_another_member_is_forbidden_and_another_organization_sees_nothing
 async def unsafe_service(
     settings: ProposalsSettings,
     engine: AsyncEngine,
-    members_table: None,
+    toy_schema: None,
     amqp: RabbitBroker,
     topology: Topology,
 ) -> AsyncIterator[Harness]:

@@ -15,6 +15,8 @@ from typing import Any
 import aio_pika
 import httpx
 from faststream.rabbit import RabbitBroker
+from signoff_conformance.toy.directory import add_member, remove_member
+from signoff_conformance.toy.domain import GrantCredit, grant_request, open_account
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import (
     ApproveProposal,
@@ -30,18 +32,23 @@ from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-KIND = "points.grant"
+#: the kit's toy credit (``signoff_conformance.toy``), plugged in by ``proposals_toy``
+KIND = GrantCredit.kind
+SECTION = GrantCredit.section
 
 
-def proposal_request(token: str | None, **overrides: Any) -> ProposalRequested:
+def proposal_request(token: str | None, account_id: str, **overrides: Any) -> ProposalRequested:
     """A v2 request as the agent sends it: the operation, its ``Request``, the resource, the
-    person's token — the proposals service makes the contract."""
+    person's token — the proposals service makes the contract. A goodwill credit to
+    ``account_id`` (an account of the token's organization: ``open_account``); ``request``
+    changes fields of that request (``{"occasion": "outage"}``), other overrides replace."""
+    request = grant_request(account_id, **overrides.pop("request", {}))
     fields: dict[str, Any] = {
         "proposal_id": new_id("prp"),
-        "resource_id": new_id("usr"),
+        "resource_id": account_id,
         "operation_kind": KIND,
         "contract_version": 1,
-        "request": {"points": 5},
+        "request": request,
         "token": token,
     }
     fields.update(overrides)
@@ -62,16 +69,8 @@ def pause_request(token: str | None, **overrides: Any) -> PausePointRequested:
 
 async def enrol(engine: AsyncEngine, org: str, role: str = "admin", user: str | None = None) -> str:
     """Make ``user`` (a new one by default) a member of ``org`` with ``role``; its id."""
-    user = user or new_id("usr")
     async with engine.begin() as conn:
-        await conn.execute(
-            text(
-                "INSERT INTO proposals_testing.members VALUES (:u, :o, :r) "
-                "ON CONFLICT (user_id, organization_id) DO UPDATE SET role = :r"
-            ),
-            {"u": user, "o": org, "r": role},
-        )
-    return user
+        return await add_member(conn, org, role, user)
 
 
 async def proposer_token(
@@ -97,13 +96,7 @@ class Harness:
 
     async def remove_member(self, org: str, user: str) -> None:
         async with self.engine.begin() as conn:
-            await conn.execute(
-                text(
-                    "DELETE FROM proposals_testing.members "
-                    "WHERE user_id = :u AND organization_id = :o"
-                ),
-                {"u": user, "o": org},
-            )
+            await remove_member(conn, org, user)
 
     def token(self, user: str, org: str, **kw: Any) -> str:
         return issue_token(self.auth, user, org, **kw)
@@ -131,10 +124,16 @@ class Harness:
         )
         return bytes(reply.body)
 
+    async def account(self, org: str, name: str = "Ada's Bakery") -> str:
+        """A new open account of ``org``: what a proposal acts on."""
+        return await open_account(self.engine, org, name)
+
     async def proposal_request(self, org: str, **overrides: Any) -> ProposalRequested:
-        """A request by a new member of ``org`` who may propose (unless ``token`` is given)."""
+        """A request by a new member of ``org`` who may propose (unless ``token`` is given), for
+        a new account of ``org`` (unless ``account_id`` is given); see ``proposal_request``."""
         token = overrides.pop("token", None) or await proposer_token(self.engine, self.auth, org)
-        return proposal_request(token, **overrides)
+        account_id = overrides.pop("account_id", None) or await self.account(org)
+        return proposal_request(token, account_id, **overrides)
 
     async def send(self, msg: ProposalRequested | bytes) -> ProposalRequestReply:
         raw = await self.request("commands", ROUTING_KEYS["proposals.requests"], msg)

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict
 from signoff_conformance.toy.domain import GrantCredit, euros, find_account
-from signoff_conformance.toy.vouchers import SendVoucher, VoucherProvider
+from signoff_conformance.toy.vouchers import SendVoucher, VoucherProvider, voucher_key
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import (
     AttemptRef,
@@ -88,7 +88,7 @@ class LateAttemptVoucher(SendVoucher):
     async def begin_attempt(
         self, arguments: Any, scope: Scope, ctx: ExecutionContext, conn: Any
     ) -> AttemptRef:
-        attempt = AttemptRef(attempt_id=new_id("att"), idempotency_key=f"v-{ctx.proposal_id}")
+        attempt = AttemptRef(attempt_id=new_id("att"), idempotency_key=voucher_key(ctx.proposal_id))
         self.pending[attempt.attempt_id] = (ctx.proposal_id, arguments.account_id)
         return attempt
 

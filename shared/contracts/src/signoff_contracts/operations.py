@@ -27,6 +27,9 @@ A subclass missing a part fails in ``check_operation`` when operations are loade
 never at approval time. Database connections and provider clients are passed in: this module
 does no I/O and knows no driver, so ``conn`` is whatever the running service hands over
 (SQLAlchemy's ``AsyncConnection`` in signoff's services).
+
+The module is longer than most (over 300 lines) on purpose: it is the whole SDK an adopter
+implements against, and each part's contract is written beside its signature.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import inspect
 import re
 from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -267,10 +270,19 @@ class LocalOperation(Operation[RequestT, ArgumentsT, PreviewT, ResultT]):
 
 @dataclass(frozen=True, slots=True)
 class AttemptRef:
-    """A recorded attempt of an external effect, committed before the provider is called."""
+    """A recorded attempt of an external effect, committed before the provider is called.
+
+    ``lease_s``: how long after the transaction that recorded it began the caller may still
+    *start* the provider call. The reconciler may conclude "never applied" once the lease (and
+    the client timeout) has passed, so a call started later could land after that verdict: the
+    executor does not make it (``signoff_runtime.execution``) and leaves the attempt to the
+    reconciler. ``None``: the operation grants no lease (its reconciler never concludes "never
+    applied" by the clock). Not part of the attempt's identity.
+    """
 
     attempt_id: str
     idempotency_key: str
+    lease_s: float | None = field(default=None, compare=False)
 
 
 class EffectUncertain(Exception):

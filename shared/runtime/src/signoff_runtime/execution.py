@@ -10,7 +10,10 @@ so the kit checks an operation against the very order the executor runs it in:
    ``begin_attempt``, committed *before* the provider is called;
 2. external only: ``perform``, once, outside any transaction (bounded by ``perform_timeout_s``).
    Whatever goes wrong there — ``EffectUncertain``, a timeout, a transport error — the effect
-   may have happened, so it is never retried;
+   may have happened, so it is never retried. Nor is the call started once the attempt's lease
+   (``AttemptRef.lease_s``) has run out, counted on this process's monotonic clock from before
+   the first transaction began (so never later than the database's count): past the lease the
+   reconciler may conclude "never applied", and a call started then could land after it;
 3. a second transaction: ``record`` the answer, or ``mark_unknown`` (``NeedsReconciliation``: the
    reconciler asks the provider by the same key) — each only while the ledger still holds the
    attempt (a duplicate delivery may have declared it unknown meanwhile).
@@ -19,9 +22,10 @@ so the kit checks an operation against the very order the executor runs it in:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar, cast
 
 from signoff_contracts.operations import (
@@ -56,6 +60,18 @@ class Attempting:
 
     attempt: AttemptRef
     arguments: Any
+    #: ``time.monotonic()`` before the transaction that recorded the attempt began (``begin``
+    #: sets it): the attempt's lease is counted from here
+    began: float = field(default=0.0, compare=False)
+
+    def lease_left_s(self) -> float | None:
+        """Seconds left to start the provider call (``None``: no lease)."""
+        lease = self.attempt.lease_s
+        return None if lease is None else lease - (time.monotonic() - self.began)
+
+
+class LeaseExpired(Exception):
+    """The attempt's lease ran out before the provider was called: it was not called."""
 
 
 class Ledger(Protocol[T_co]):
@@ -116,10 +132,12 @@ async def run(op: AnyOperation, ledger: Ledger[T], *, perform_timeout_s: float |
 
 async def begin(op: AnyOperation, ledger: Ledger[T]) -> T | Attempting:
     """Step 1: admit, revalidate, then execute (local) or begin the attempt (external)."""
+    began = time.monotonic()
     try:
-        return await ledger.transaction(lambda conn: _first(op, ledger, conn))
+        step = await ledger.transaction(lambda conn: _first(op, ledger, conn))
     except Exception as exc:
         return await ledger.failed(op, exc)
+    return replace(step, began=began) if isinstance(step, Attempting) else step
 
 
 async def _first(op: AnyOperation, ledger: Ledger[T], conn: AsyncConnection) -> T | Attempting:
@@ -142,6 +160,10 @@ async def perform(
 ) -> T:
     """Steps 2 and 3: call the provider once; record its answer, or its absence."""
     attempt = step.attempt
+    left = step.lease_left_s()
+    if left is not None and left <= 0:  # too late to call: the reconciler will find it unmade
+        ledger.performed(op, attempt, LeaseExpired(f"lease ran out {-left:.3f} s ago"))
+        return await ledger.transaction(lambda conn: _unknown(op, ledger, conn, attempt))
     async with ledger.provider(op) as provider:
         try:
             call = op.perform(attempt, step.arguments, provider)

@@ -7,6 +7,9 @@ placeholder, a value too short, or one committed in this repository (``secret_po
 rather than in production; any negative-control switch (``SIGNOFF_UNSAFE__*``) is refused
 outside ``SIGNOFF_ENV=test``. ``load`` turns such a refusal into one clear
 line on stderr and a non-zero exit instead of a traceback.
+
+Every shared group is here, with its description (over 300 lines): ``signoff settings`` and the
+generated configuration reference read them from this one module.
 """
 
 from __future__ import annotations

@@ -545,6 +545,13 @@ class RefundMissingDiscount(
     async def record(
         self, attempt: AttemptRef, answer: Any, conn: AsyncConnection
     ) -> OperationOutcome:
+        """The executor's answer, kept only while the attempt is still the executor's: past its
+        deadline the reconciler may have concluded it (or opened a check that will), and two
+        conclusions for one attempt must not both be reported — so the answer is treated as
+        unknown and the reconciler, asking the provider by key, learns the same answer."""
+        current = await refunds.get_attempt(conn, attempt.attempt_id, lock=True)
+        if current.past_deadline:
+            raise EffectUncertain("the provider answered after the attempt's deadline")
         return await _conclude(conn, attempt.attempt_id, answer)
 
     async def mark_unknown(self, attempt: AttemptRef, conn: AsyncConnection) -> None:

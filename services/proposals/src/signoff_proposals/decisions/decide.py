@@ -11,6 +11,9 @@ reverse) cannot exist.
 
 Refusals that concern a real proposal of the person's organization are audited. Withdrawing
 (``withdrawals``) follows the same admission.
+
+It is a little over 300 lines because the admission order above is the security argument, and
+reads best as one sequence in one file.
 """
 
 from __future__ import annotations

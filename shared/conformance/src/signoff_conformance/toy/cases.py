@@ -10,12 +10,19 @@ from typing import Any
 
 import pytest
 from signoff_contracts.ids import new_id
-from signoff_contracts.operations import Actor, AttemptRef, Scope
+from signoff_contracts.operations import Actor, AttemptRef
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff_conformance import ConformanceCase
-from signoff_conformance.toy.domain import add_account, create_schema
+from signoff_conformance.toy.domain import (
+    account_scope,
+    add_account,
+    change_plan,
+    close_account,
+    create_schema,
+    grant_request,
+)
 from signoff_conformance.toy.vouchers import PROVIDER
 
 
@@ -29,12 +36,16 @@ async def _accounts(engine: AsyncEngine) -> tuple[str, str, str]:
     return org, ours, theirs
 
 
-def _update(account_id: str, assignment: str) -> Any:
+def _closed(account_id: str) -> Any:
     async def mutate(conn: AsyncConnection) -> None:
-        await conn.execute(
-            text(f"UPDATE conformance_toy.accounts SET {assignment} WHERE id = :id"),  # noqa: S608
-            {"id": account_id},
-        )
+        await close_account(conn, account_id)
+
+    return mutate
+
+
+def _plan_changed(account_id: str) -> Any:
+    async def mutate(conn: AsyncConnection) -> None:
+        await change_plan(conn, account_id, "pro")
 
     return mutate
 
@@ -48,14 +59,14 @@ def _case(
 ) -> ConformanceCase:
     org, ours, theirs = accounts
     return ConformanceCase(
-        scope=Scope(organization_id=org, section="billing", resource_id=ours),
+        scope=account_scope(org, ours),
         manager=Actor(user_id=new_id("usr"), organization_id=org, role="manager"),
         viewer=Actor(user_id=new_id("usr"), organization_id=org, role="viewer"),
         out_of_scope_requests={
             "another_organizations_account": {**request, "account_id": theirs},
             "unknown_account": {**request, "account_id": new_id("acc")},
         },
-        stale_facts={"account_closed": _update(ours, "status = 'closed'"), **(more_facts or {})},
+        stale_facts={"account_closed": _closed(ours), **(more_facts or {})},
         valid_request=request,
         engine=engine,
         **hooks,
@@ -67,7 +78,7 @@ class GrantCreditCase:
     async def case(self, engine: AsyncEngine) -> ConformanceCase:
         accounts = await _accounts(engine)
         ours = accounts[1]
-        request = {"account_id": ours, "occasion": "goodwill", "note": "loyal customer since 2019"}
+        request = grant_request(ours, note="loyal customer since 2019")
 
         async def count_effects() -> int:
             async with engine.connect() as conn:
@@ -84,7 +95,7 @@ class GrantCreditCase:
             accounts,
             request,
             count_effects=count_effects,
-            more_facts={"plan_changed": _update(ours, "plan = 'pro'")},
+            more_facts={"plan_changed": _plan_changed(ours)},
         )
 
 

@@ -1,8 +1,9 @@
 """The kit's toy domain: accounts that can be granted a plan credit (and, in ``vouchers``, sent a
-voucher through a provider) — one small domain with a correct local and a correct external
-operation, for the kit's own tests and as a worked example for adopters.
+voucher through a provider), and the members who may decide (``directory``) — one small domain
+with a correct local and a correct external operation, for the kit's own tests, signoff's
+services' tests, and as a worked example for adopters.
 
-Its tables live in schema ``conformance_toy``, created with plain SQL by the case fixture (no
+Its tables live in schema ``conformance_toy``, created with plain SQL by ``create_schema`` (no
 registered migration and no entry point: the toy must never reach a real service). The kit's
 self-test breaks each operation one promise at a time (``shared/conformance/tests``) and shows
 that exactly the matching check fails.
@@ -10,6 +11,7 @@ that exactly the matching check fails.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -42,7 +44,13 @@ SCHEMA_SQL = (
         id text PRIMARY KEY, proposal_id text NOT NULL UNIQUE, idempotency_key text NOT NULL,
         account_id text NOT NULL, status text NOT NULL, code text,
         created_at timestamptz NOT NULL DEFAULT now())""",
+    """CREATE TABLE IF NOT EXISTS conformance_toy.members (
+        user_id text NOT NULL, organization_id text NOT NULL, role text NOT NULL,
+        PRIMARY KEY (user_id, organization_id))""",
 )
+#: the roles that may ask for and decide the toy's operations (a viewer may only look)
+APPROVER_ROLES = frozenset({"admin", "manager"})
+SECTION = "billing"
 AMOUNTS = {
     ("basic", "goodwill"): 500,
     ("basic", "outage"): 1000,
@@ -68,6 +76,7 @@ LABELS: dict[Locale, dict[str, str]] = {
 
 
 async def create_schema(engine: AsyncEngine) -> None:
+    """The toy's tables, created if missing (safe to call from every test and process)."""
     async with engine.begin() as conn:
         await conn.execute(text("SELECT pg_advisory_xact_lock(4242)"))
         for statement in SCHEMA_SQL:
@@ -84,6 +93,44 @@ async def add_account(conn: AsyncConnection, organization_id: str, name: str) ->
         {"id": account_id, "org": organization_id, "name": name},
     )
     return account_id
+
+
+async def open_account(
+    engine: AsyncEngine, organization_id: str, name: str = "Ada's Bakery"
+) -> str:
+    """A new open ``basic`` account of ``organization_id``, committed."""
+    async with engine.begin() as conn:
+        return await add_account(conn, organization_id, name)
+
+
+async def close_account(conn: AsyncConnection, account_id: str) -> None:
+    """A stale fact for a pending proposal: the account closed since."""
+    await conn.execute(
+        text("UPDATE conformance_toy.accounts SET status = 'closed' WHERE id = :id"),
+        {"id": account_id},
+    )
+
+
+async def change_plan(conn: AsyncConnection, account_id: str, plan: str) -> None:
+    """A stale fact for a pending credit: the plan (and with it the amount) changed since."""
+    await conn.execute(
+        text("UPDATE conformance_toy.accounts SET plan = :plan WHERE id = :id"),
+        {"id": account_id, "plan": plan},
+    )
+
+
+def account_scope(organization_id: str, account_id: str) -> Scope:
+    """Where a toy proposal about ``account_id`` acts."""
+    return Scope(organization_id=organization_id, section=SECTION, resource_id=account_id)
+
+
+def grant_request(account_id: str, /, **fields: Any) -> dict[str, Any]:
+    """A ``GrantCredit`` request (JSON-shaped): a goodwill credit, ``fields`` changed."""
+    return {"account_id": account_id, "occasion": "goodwill", **fields}
+
+
+def may_decide(actor: Actor, scope: Scope) -> bool:
+    return actor.organization_id == scope.organization_id and actor.role in APPROVER_ROLES
 
 
 async def find_account(
@@ -108,9 +155,13 @@ def euros(cents: int) -> str:
 class GrantCredit(LocalOperation[Any, Any, Any, Any]):
     kind = "account.grant_credit"
     version = 1
-    section = "billing"
+    section = SECTION
     resource = "account"
     summary = "Grant an account the credit its plan gives for an occasion."
+    #: decided while the customer is still on the line, or not at all
+    ttl: ClassVar[timedelta] = timedelta(hours=1)
+    #: "credits over €10 need two managers"
+    policy_facts: ClassVar[tuple[str, ...]] = ("amount_cents",)
     reasons: ClassVar[dict[str, dict[Locale, str]]] = {
         "account_not_found": {"en": "No such account.", "fr": "Compte introuvable."},
         "account_closed": {"en": "The account is closed.", "fr": "Le compte est fermé."},
@@ -148,7 +199,9 @@ class GrantCredit(LocalOperation[Any, Any, Any, Any]):
         org = scope.organization_id if self.lookup_organization else None
         account = await find_account(conn, request.account_id, org)
         if account is None:
-            raise Rejected("account_not_found")
+            # the id the request named, so the model can say which; the same answer whether it
+            # exists in another organization or nowhere
+            raise Rejected("account_not_found", account_id=request.account_id)
         if account["status"] != "open":
             raise Rejected("account_closed")
         amount = AMOUNTS[(account["plan"], request.occasion)]
@@ -168,7 +221,7 @@ class GrantCredit(LocalOperation[Any, Any, Any, Any]):
         )
 
     def authorize(self, actor: Actor, scope: Scope) -> bool:
-        return actor.organization_id == scope.organization_id and actor.role == "manager"
+        return may_decide(actor, scope)
 
     async def revalidate(self, arguments: Any, scope: Scope, conn: Any) -> Reason | None:
         account = await find_account(conn, arguments.account_id, scope.organization_id, lock=True)

@@ -1,17 +1,20 @@
 """The toy domain's external operation: sending an account a voucher through a provider.
 
-The provider is an in-process stand-in with the two properties the attempt protocol relies on —
-idempotency keys and answers that can be lost after the effect applied — so the kit's external
-checks can be proven without a network. ``SendVoucher`` is correct (the kit's self-test
-breaks it one step of the protocol at a time).
+The provider is an in-process stand-in with the properties the attempt protocol relies on —
+idempotency keys, answers that can be lost after the effect applied, refusals — so the kit's
+external checks can be proven without a network. What it does with a key can be scripted (test
+hooks, all off by default): a service's tests use them to drive the executor down every path.
+``SendVoucher`` is correct (the kit's self-test breaks it one step of the protocol at a time).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 from signoff_contracts.ids import new_id
@@ -28,31 +31,77 @@ from signoff_contracts.operations import (
     Resolved,
     Scope,
 )
-from signoff_contracts.outcomes import OperationOutcome, Succeeded
+from signoff_contracts.outcomes import OperationOutcome, RevisionRequired, Succeeded
 from signoff_contracts.reasons import Reason
 from sqlalchemy import text
 
-from signoff_conformance.toy.domain import euros, find_account
+from signoff_conformance.toy.domain import SECTION, euros, find_account, may_decide
 
 VOUCHER_CENTS = 1500
+#: what the provider does with a key: ``apply`` (issue, answer), ``lose`` (issue, then the answer
+#: is lost), ``refuse`` (issue nothing, answer refused), ``hang`` (wait for ``release()``, then
+#: end the caller as if its process had been killed mid-call: ``CancelledError``, nothing issued)
+Mode = Literal["apply", "lose", "refuse", "hang"]
 
 
 class ResponseLost(Exception):
     """The provider applied the call; its answer never arrived."""
 
 
+class VoucherRefused(Exception):
+    """The provider refused the call and issued nothing."""
+
+
+def voucher_key(proposal_id: str) -> str:
+    """The idempotency key of a proposal's voucher: one voucher per proposal, however often
+    it is asked for."""
+    return f"v-{proposal_id}"
+
+
 @dataclass
 class VoucherProvider:
-    """Issues voucher codes, once per idempotency key."""
+    """Issues voucher codes, once per idempotency key.
+
+    ``calls`` counts every request that reached it, per key; ``issued`` what a key actually did
+    (at most one voucher); ``opened`` / ``closed`` the client sessions (``session``)."""
 
     issued: dict[str, tuple[str, str]] = field(default_factory=dict)  # key → (account, code)
     lose_next: bool = False
+    default: Mode = "apply"
+    script: dict[str, Mode] = field(default_factory=dict)  # key → what to do with it
+    calls: Counter[str] = field(default_factory=Counter)
+    opened: int = 0
+    closed: int = 0
+    #: set by the first call (a test waits on it to know a call is under way)
+    entered: asyncio.Event = field(default_factory=asyncio.Event)
+    _released: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[VoucherProvider]:
+        self.opened += 1
+        try:
+            yield self
+        finally:
+            self.closed += 1
+
+    def release(self) -> None:
+        """Let every ``hang`` call end."""
+        self._released.set()
 
     async def issue(self, key: str, account_id: str) -> str:
+        self.calls[key] += 1
+        self.entered.set()
+        mode = self.script.get(key, self.default)
+        if self.lose_next:
+            self.lose_next, mode = False, "lose"
+        if mode == "hang":
+            await self._released.wait()
+            raise asyncio.CancelledError  # the caller "dies" here
+        if mode == "refuse":
+            raise VoucherRefused(key)
         if key not in self.issued:
             self.issued[key] = (account_id, new_id("vch"))
-        if self.lose_next:
-            self.lose_next = False
+        if mode == "lose":
             raise ResponseLost(key)
         return self.issued[key][1]
 
@@ -63,6 +112,10 @@ class VoucherProvider:
     def count(self, account_id: str) -> int:
         return sum(1 for account, _ in self.issued.values() if account == account_id)
 
+    def effects(self, key: str) -> int:
+        """Vouchers issued under ``key`` (0 or 1: a key applies at most once)."""
+        return 1 if key in self.issued else 0
+
 
 PROVIDER = VoucherProvider()
 
@@ -70,12 +123,16 @@ PROVIDER = VoucherProvider()
 class SendVoucher(ExternalOperation[Any, Any, Any, Any, VoucherProvider]):
     kind = "account.send_voucher"
     version = 1
-    section = "billing"
+    section = SECTION
     resource = "account"
     summary = "Send an account a fixed-value voucher through the voucher provider."
     reasons: ClassVar[dict[str, dict[Locale, str]]] = {
         "account_not_found": {"en": "No such account.", "fr": "Compte introuvable."},
         "account_closed": {"en": "The account is closed.", "fr": "Le compte est fermé."},
+        "voucher_refused": {
+            "en": "The voucher provider refused the voucher.",
+            "fr": "Le fournisseur a refusé le bon.",
+        },
     }
 
     class Request(BaseModel):
@@ -96,12 +153,12 @@ class SendVoucher(ExternalOperation[Any, Any, Any, Any, VoucherProvider]):
         model_config = ConfigDict(frozen=True)
         code: str
 
-    def open_provider(self) -> AbstractAsyncContextManager[VoucherProvider]:
-        @asynccontextmanager
-        async def provider() -> AsyncIterator[VoucherProvider]:
-            yield PROVIDER
+    def __init__(self, provider: VoucherProvider | None = None) -> None:
+        #: the kit's checks use the shared ``PROVIDER``; a test can give each run its own
+        self.provider = PROVIDER if provider is None else provider
 
-        return provider()
+    def open_provider(self) -> AbstractAsyncContextManager[VoucherProvider]:
+        return self.provider.session()
 
     async def resolve(self, request: Any, scope: Scope, conn: Any) -> Resolved[Any, Any]:
         account = await find_account(conn, request.account_id, scope.organization_id)
@@ -113,7 +170,7 @@ class SendVoucher(ExternalOperation[Any, Any, Any, Any, VoucherProvider]):
         )
 
     def authorize(self, actor: Actor, scope: Scope) -> bool:
-        return actor.organization_id == scope.organization_id and actor.role == "manager"
+        return may_decide(actor, scope)
 
     async def revalidate(self, arguments: Any, scope: Scope, conn: Any) -> Reason | None:
         account = await find_account(conn, arguments.account_id, scope.organization_id, lock=True)
@@ -124,7 +181,7 @@ class SendVoucher(ExternalOperation[Any, Any, Any, Any, VoucherProvider]):
     async def begin_attempt(
         self, arguments: Any, scope: Scope, ctx: ExecutionContext, conn: Any
     ) -> AttemptRef:
-        attempt = AttemptRef(attempt_id=new_id("att"), idempotency_key=f"v-{ctx.proposal_id}")
+        attempt = AttemptRef(attempt_id=new_id("att"), idempotency_key=voucher_key(ctx.proposal_id))
         await self.store_attempt(conn, attempt, ctx.proposal_id, arguments.account_id)
         return attempt
 
@@ -150,8 +207,18 @@ class SendVoucher(ExternalOperation[Any, Any, Any, Any, VoucherProvider]):
             return await provider.issue(attempt.idempotency_key, arguments.account_id)
         except ResponseLost as exc:
             raise EffectUncertain(attempt.attempt_id) from exc
+        except VoucherRefused:
+            return None  # a definite answer: nothing was issued
 
     async def record(self, attempt: AttemptRef, answer: Any, conn: Any) -> OperationOutcome:
+        if answer is None:
+            await conn.execute(
+                text(
+                    "UPDATE conformance_toy.voucher_attempts SET status = 'refused' WHERE id = :id"
+                ),
+                {"id": attempt.attempt_id},
+            )
+            return RevisionRequired(reason=Reason(code="voucher_refused"))
         await self.settle(conn, attempt.attempt_id, answer)
         return Succeeded(result=self.Result(code=answer).model_dump(mode="json"))
 
