@@ -16,7 +16,9 @@ import pytest
 from aio_pika.abc import AbstractIncomingMessage
 from signoff_contracts.ids import new_id
 from signoff_runtime.rpc import Requester, RequestFailed
+from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import ROUTING_KEYS, Topology
+from yarl import URL
 
 pytestmark = pytest.mark.integration
 KEY = "proposals.requests"
@@ -115,3 +117,72 @@ async def test_a_broker_that_cannot_be_reached_is_a_request_failed(topology: Top
                 message_id=new_id("msg"),
                 timeout=10.0,
             )
+
+
+class _Cuttable:
+    """A TCP relay to the broker whose connections can all be reset at once (a broker restart,
+    as the requester sees it)."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.writers: list[asyncio.StreamWriter] = []
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+        self.writers += [writer, up_writer]
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(Exception):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+
+    def cut(self) -> None:
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers.clear()
+
+    async def close(self) -> None:
+        self.cut()
+        if self.server is not None:
+            self.server.close()
+
+
+async def test_a_lost_connection_fails_its_waiting_requests_and_the_next_request_reconnects(
+    amqp_url: str, topology: Topology
+) -> None:
+    url = URL(amqp_url)
+    relay = _Cuttable((url.host or "127.0.0.1", url.port or 5672))
+    port = await relay.start()
+    try:
+        async with Requester(str(url.with_port(port)), app_id="test") as requester:
+            async with _responder(amqp_url, topology, expect=1):
+                assert await _ask(requester, topology, b"before", 15.0) == b"re:before"
+            waiting = asyncio.create_task(_ask(requester, topology, b"unanswered", 60.0))
+
+            async def in_flight() -> bool | None:
+                return len(requester._waiting) == 1 or None
+
+            await wait_until(in_flight, timeout=10, what="the request in flight")
+            relay.cut()
+            with pytest.raises(RequestFailed):  # at once, not after its 60 s
+                await asyncio.wait_for(waiting, 15.0)
+            await _purge(amqp_url, topology)  # the request nobody answered is still queued
+            async with _responder(amqp_url, topology, expect=1):
+                assert await _ask(requester, topology, b"after", 15.0) == b"re:after"
+    finally:
+        await relay.close()
+
+
+async def _purge(amqp_url: str, topology: Topology) -> None:
+    async with await aio_pika.connect(amqp_url) as connection:
+        channel = await connection.channel()
+        await (await channel.get_queue(topology.name(KEY), ensure=False)).purge()

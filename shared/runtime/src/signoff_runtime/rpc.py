@@ -14,6 +14,13 @@ needs no permission beyond writing to the request's exchange: RabbitMQ lets any 
 own channel's reply-to pseudo-queue (checked on 3.10); it is the replier that writes to
 ``amq.default``.
 
+The connection is a plain one, opened again by the next request once it (or its channel) is lost:
+aio-pika's robust reconnection restores the reply-to consumer on a channel it reopens, and after a
+broker restart that restore was seen to fail over and over (``CHANNEL_ERROR - expected
+'channel.open'``) while every request waited out its timeout on the half-restored channel for
+minutes. A lost connection also fails the requests waiting on it at once (``RequestFailed``):
+their replies could only have come on that channel.
+
 Both sides of the protocol live here: ``Requester.ask`` sends an envelope and parses the typed
 answer; ``answer`` is how a replier publishes one (after its commit, to the request's reply
 address, with the request's correlation id).
@@ -22,6 +29,7 @@ address, with the request's correlation id).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from types import TracebackType
 from typing import TypeVar
 
@@ -29,8 +37,8 @@ import aio_pika
 import structlog
 from aio_pika.abc import (
     AbstractChannel,
+    AbstractConnection,
     AbstractIncomingMessage,
-    AbstractRobustConnection,
     DeliveryMode,
 )
 from faststream.rabbit import RabbitBroker
@@ -68,7 +76,7 @@ class Requester:
         self._url = amqp_url
         self._user = broker_user(amqp_url)
         self._app_id = app_id
-        self._connection: AbstractRobustConnection | None = None
+        self._connection: AbstractConnection | None = None
         self._channel: AbstractChannel | None = None
         self._opening = asyncio.Lock()
         self._waiting: dict[str, asyncio.Future[AbstractIncomingMessage]] = {}
@@ -88,9 +96,30 @@ class Requester:
         for waiting in self._waiting.values():
             waiting.cancel()
         self._waiting.clear()
-        if self._connection is not None:
-            await self._connection.close()
-        self._connection = self._channel = None
+        await self._drop()
+
+    async def _drop(self) -> None:
+        """Forget the connection (closing it if it is still open): the next request opens one;
+        the requests waiting on it fail now, as their replies could only come on it."""
+        connection, self._connection, self._channel = self._connection, None, None
+        self._fail_waiting("connection dropped")
+        if connection is not None and not connection.is_closed:
+            with contextlib.suppress(Exception):
+                await connection.close()
+
+    def _lost(self, sender: object, *_: object) -> None:
+        """The current channel or connection closed under us (a stale one's news is ignored)."""
+        if sender is not self._channel and sender is not self._connection:
+            return
+        if sender is self._connection:
+            self._connection = None
+        self._channel = None
+        self._fail_waiting("channel closed")
+
+    def _fail_waiting(self, why: str) -> None:
+        for correlation_id, waiting in list(self._waiting.items()):
+            if not waiting.done():
+                waiting.set_exception(RequestFailed(f"{why} before the reply to {correlation_id}"))
 
     async def ask(
         self, message: Envelope, answer: type[A], topology: Topology, queue_key: str, timeout: float
@@ -161,7 +190,10 @@ class Requester:
                 )
                 try:
                     await target.publish(message, routing_key=routing_key, mandatory=True)
-                except (aio_pika.exceptions.AMQPError, OSError) as exc:
+                except aio_pika.exceptions.DeliveryError as exc:  # returned: nothing bound
+                    raise RequestFailed(repr(exc)) from exc
+                except (aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:
+                    await self._drop()
                     raise RequestFailed(repr(exc)) from exc
                 return await answer
             finally:
@@ -169,16 +201,29 @@ class Requester:
 
     async def _open(self) -> AbstractChannel:
         async with self._opening:
-            if self._channel is None or self._channel.is_closed:
-                if self._connection is None:
-                    self._connection = await failover.connect_robust(self._url)
-                channel = await self._connection.channel(
-                    publisher_confirms=True, on_return_raises=True
-                )
-                replies = await channel.get_queue(REPLY_TO, ensure=False)
-                await replies.consume(self._answered, no_ack=True)
-                self._channel = channel
+            if self._channel is not None and not self._channel.is_closed:
+                return self._channel
+            fresh = self._connection is None
+            try:
+                self._channel = await self._reply_channel()
+            except (aio_pika.exceptions.AMQPError, OSError, RuntimeError):
+                await self._drop()
+                if fresh:
+                    raise
+                # the connection died and has not said so yet: once more, on a new one
+                self._channel = await self._reply_channel()
             return self._channel
+
+    async def _reply_channel(self) -> AbstractChannel:
+        """A confirming channel consuming the reply-to pseudo-queue (a connection if needed)."""
+        if self._connection is None:
+            self._connection = await failover.connect(self._url)
+            self._connection.close_callbacks.add(self._lost)
+        channel = await self._connection.channel(publisher_confirms=True, on_return_raises=True)
+        channel.close_callbacks.add(self._lost)
+        replies = await channel.get_queue(REPLY_TO, ensure=False)
+        await replies.consume(self._answered, no_ack=True)
+        return channel
 
     async def _answered(self, message: AbstractIncomingMessage) -> None:
         waiting = self._waiting.get(message.correlation_id or "")
