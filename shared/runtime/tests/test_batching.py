@@ -21,9 +21,9 @@ import pytest_asyncio
 from faststream.rabbit import RabbitBroker
 from faststream.rabbit.message import RabbitMessage
 from signoff_contracts.ids import new_id
-from signoff_runtime.batching import BATCH_SIZE, BATCHES_SPLIT, Batcher, consume_batched
+from signoff_runtime.batching import Batcher, consume_batched
 from signoff_runtime.consumer import PermanentError
-from signoff_runtime.metrics import MESSAGES_CONSUMED
+from signoff_runtime.metrics import BATCH_SIZE, BATCHES_SPLIT, MESSAGES_CONSUMED
 from signoff_runtime.senders import Senders
 from signoff_runtime.settings import AmqpSettings
 from signoff_runtime.testing import wait_until
@@ -275,7 +275,7 @@ async def batching(
 
 def _sizes() -> tuple[float, float]:
     """(batches, messages) the batching consumer of ``KEY`` has flushed so far."""
-    found = {s.name: s.value for s in BATCH_SIZE.labels(queue=KEY).collect()[0].samples}
+    found = {s.name: s.value for s in list(BATCH_SIZE.labels(queue=KEY).collect())[0].samples}
     return found["signoff_consumer_batch_size_count"], found["signoff_consumer_batch_size_sum"]
 
 

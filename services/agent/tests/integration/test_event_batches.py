@@ -20,7 +20,7 @@ from agent_testkit import auth
 from faststream.rabbit import RabbitBroker
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ProposalEvent, ProposalView
-from signoff_runtime.batching import BATCH_WAITING, BATCHES_SPLIT
+from signoff_runtime.metrics import BATCH_WAITING, BATCHES_SPLIT
 from signoff_runtime.settings import broker_user
 from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import Topology

@@ -18,8 +18,7 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.outcomes import NeedsReconciliation, Succeeded, TerminalFailure
 from signoff_contracts.v1 import OutcomeReported
 from signoff_proposals.metrics import OUTCOMES_IGNORED
-from signoff_runtime.batching import BATCH_SIZE, BATCH_WAITING, BATCHES_SPLIT
-from signoff_runtime.metrics import MESSAGES_CONSUMED
+from signoff_runtime.metrics import BATCH_SIZE, BATCH_WAITING, BATCHES_SPLIT, MESSAGES_CONSUMED
 from signoff_runtime.testing import wait_until
 from sqlalchemy import text
 
@@ -52,7 +51,7 @@ def _ok(claimed: tuple[str, str]) -> OutcomeReported:
 
 def _sizes() -> tuple[float, float]:
     """(batches, reports) the outcome consumer has recorded so far."""
-    found = {s.name: s.value for s in BATCH_SIZE.labels(queue=QUEUE).collect()[0].samples}
+    found = {s.name: s.value for s in list(BATCH_SIZE.labels(queue=QUEUE).collect())[0].samples}
     return found["signoff_consumer_batch_size_count"], found["signoff_consumer_batch_size_sum"]
 
 

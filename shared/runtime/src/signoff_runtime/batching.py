@@ -10,14 +10,17 @@ the deliveries that are waiting, at most ``size`` at a time, in ONE ``unit_of_wo
   deliveries the event loop has already handed over (one pass of the loop); those that arrive
   while a batch runs wait for it and form the next one. At low load each batch is one message,
   handled as soon as it arrives; under load batches grow by themselves, as PostgreSQL's own group
-  commit does with WAL flushes. One batch is in flight per subscriber and process.
+  commit does with WAL flushes. One batch is in flight per subscriber and process, and no more
+  than the channel's prefetch can be waiting: a size above the prefetch changes nothing.
 - ack after commit: each message of a batch is acknowledged only once the transaction that
   recorded it has committed.
 - a batch that fails is split: each of its messages is handled alone, in a transaction of its
   own, through ``consumer.settle`` — so a poison message is dead-lettered with its reason, a
   transient failure is requeued (with ``settle``'s back-off and the queue's delivery limit), and
-  the neighbours are recorded. Redoing them is safe: the batch rolled back, or, if its commit was
-  in doubt, each message's inbox row (written in the same transaction) says it was recorded.
+  the neighbours are recorded. Each is settled by its own delivery's handler, concurrently, while
+  the next batch goes on (a back-off holds up nothing else). A batch of one that fails is so
+  tried once more. Redoing them is safe: the batch rolled back, or, if its commit was in doubt,
+  each message's inbox row (written in the same transaction) says it was recorded.
 - the sender check comes first, message by message: a refused one goes to ``settle``, which
   dead-letters it without handing it to the work.
 
@@ -39,12 +42,17 @@ from typing import Literal
 import structlog
 from faststream.rabbit import RabbitBroker
 from faststream.rabbit.message import RabbitMessage
-from prometheus_client import Counter, Gauge, Histogram
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_runtime import consumer
 from signoff_runtime.consumer import Delivery, settle
-from signoff_runtime.metrics import HANDLER_SECONDS, MESSAGES_CONSUMED
+from signoff_runtime.metrics import (
+    BATCH_SIZE,
+    BATCH_WAITING,
+    BATCHES_SPLIT,
+    HANDLER_SECONDS,
+    MESSAGES_CONSUMED,
+)
 from signoff_runtime.senders import Senders
 from signoff_runtime.topology import Topology
 from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work
@@ -54,24 +62,6 @@ log = structlog.get_logger(__name__)
 #: the work of a batching consumer: record ``messages`` (parsed by the work) on ``tx``; whatever
 #: must wait for the commit is registered with ``tx.after_commit``
 BatchWork = Callable[[UnitOfWork, Sequence[RabbitMessage]], Awaitable[object]]
-
-BATCH_SIZE = Histogram(
-    "signoff_consumer_batch_size",
-    "Deliveries a batching consumer handled in one transaction, by queue.",
-    ["queue"],
-    buckets=(1, 2, 4, 8, 16, 32, 64, 128),
-)
-BATCHES_SPLIT = Counter(
-    "signoff_consumer_batches_split_total",
-    "Batches whose transaction failed, their messages then handled one at a time, by queue.",
-    ["queue"],
-)
-BATCH_WAITING = Gauge(
-    "signoff_consumer_batch_waiting",
-    "Deliveries waiting for the batch in flight to settle before they are handled, by queue.",
-    ["queue"],
-)
-
 
 #: what a waiting delivery is told: lead the next batch, its batch settled it (or gave it up,
 #: unacknowledged, when cancelled), or settle it alone on its own task
