@@ -275,7 +275,7 @@ async def batching(
 
 def _sizes() -> tuple[float, float]:
     """(batches, messages) the batching consumer of ``KEY`` has flushed so far."""
-    found = {s.name: s.value for s in list(BATCH_SIZE.labels(queue=KEY).collect())[0].samples}
+    found = {s.name: s.value for s in next(iter(BATCH_SIZE.labels(queue=KEY).collect())).samples}
     return found["signoff_consumer_batch_size_count"], found["signoff_consumer_batch_size_sum"]
 
 

@@ -51,7 +51,7 @@ def _ok(claimed: tuple[str, str]) -> OutcomeReported:
 
 def _sizes() -> tuple[float, float]:
     """(batches, reports) the outcome consumer has recorded so far."""
-    found = {s.name: s.value for s in list(BATCH_SIZE.labels(queue=QUEUE).collect())[0].samples}
+    found = {s.name: s.value for s in next(iter(BATCH_SIZE.labels(queue=QUEUE).collect())).samples}
     return found["signoff_consumer_batch_size_count"], found["signoff_consumer_batch_size_sum"]
 
 
@@ -129,6 +129,14 @@ async def test_reports_that_arrive_together_are_recorded_in_one_transaction_once
         # two reports of one proposal in one batch apply in order
         _report(claimed[3], NeedsReconciliation(status_path=f"/v1/proposals/{claimed[3][0]}")),
         _report(claimed[3], Succeeded(result={}), reported_by="reconciler"),
+        # an operator's verdict too late to move anything: audited after the move before it
+        _report(
+            claimed[0],
+            TerminalFailure(correlation_id="cor_y"),
+            reported_by="operator",
+            operator="ops",
+            note="checked by hand",
+        ),
     ]
     duplicates = OUTCOMES_IGNORED.labels(why="duplicate")._value.get()
     async with _gate(service, gate):
@@ -147,10 +155,12 @@ async def test_reports_that_arrive_together_are_recorded_in_one_transaction_once
     inbox = await _writers(service, "inbox", "message_id", [r.message_id for r in reports])
     moved = await _writers(service, "proposals", "id", pids)
     audited = await _writers(service, "audit", "proposal_id", pids, "AND action = 'outcome'")
-    assert len(inbox) == 5 and len(moved) == 4 and len(audited) == 5
+    assert len(inbox) == 6 and len(moved) == 4 and len(audited) == 5
     assert len(set(inbox + moved + audited)) == 1  # one transaction wrote them all
 
     assert OUTCOMES_IGNORED.labels(why="duplicate")._value.get() == duplicates + 1
+    trail = [a.action for a in await service.audit(pids[0])]
+    assert trail[-2:] == ["outcome", "operator_outcome_ignored"]
     events = [r.routing_key for r in await service.outbox(pids[0], "proposal.event")]
     assert events.count("proposal.outcome") == 1
     moves = [

@@ -53,8 +53,10 @@ async def record_all(ctx: Context, tx: UnitOfWork, msgs: Sequence[OutcomeReporte
         tx.conn, [m.message_id for m in msgs], [m.proposal_id for m in msgs]
     )
     status = {pid: ProposalStatus(row.status) for pid, row in rows.items()}
-    moves: list[Move] = []
-    audits: list[AuditEntry] = []
+    #: what each report writes, in rounds: a proposal's k-th write goes in round k, so its
+    #: trail keeps the reports' order (one round unless a batch has two reports of one proposal)
+    rounds: list[list[Move | AuditEntry]] = []
+    writes: dict[str, int] = {}
     moved: list[bool] = []
     for msg in msgs:
         row = rows.get(msg.proposal_id)
@@ -68,41 +70,50 @@ async def record_all(ctx: Context, tx: UnitOfWork, msgs: Sequence[OutcomeReporte
         if row.contract_id != msg.contract_id:
             moved.append(_ignored(tx, "other_contract", msg, current))
             continue
-        target = domain.status_for_outcome(msg.outcome)
-        if current not in domain.outcome_sources(target):
-            if msg.reported_by == "operator":  # the verdict is evidence even if it moves nothing
-                detail = {**_detail(msg), "status": current.value}
-                audits.append(
-                    AuditEntry(
-                        msg.proposal_id, _actor(msg), "operator_outcome_ignored", None, None, detail
-                    )
-                )
+        write = _write(msg, current)
+        if write is None:
             moved.append(_ignored(tx, "not_in_progress", msg, current))
             continue
-        moves.append(
-            Move(
-                msg.proposal_id,
-                source=current,
-                target=target,
-                actor=_actor(msg),
-                values={
-                    "outcome": msg.outcome.model_dump(mode="json"),
-                    "outcome_at": repo.DB_CLOCK,
-                },
-                detail=_detail(msg),
-                causation_id=msg.message_id,
-            )
-        )
-        status[msg.proposal_id] = target
-        moved.append(True)
-    if audits:
-        await tx.conn.execute(repo.audit_insert(audits))
-    if moves:
-        done = await transition_each(ctx, tx, moves)
-        assert all(row is not None for row in done), "the rows are locked and in a source status"
-        for each in moves:
-            tx.after_commit(partial(_logged, each.proposal_id, each.target))
+        turn = writes.get(msg.proposal_id, 0)
+        writes[msg.proposal_id] = turn + 1
+        if turn == len(rounds):
+            rounds.append([])
+        rounds[turn].append(write)
+        if isinstance(write, Move):
+            status[msg.proposal_id] = write.target
+            tx.after_commit(partial(_logged, msg.proposal_id, write.target))
+        else:
+            _ignored(tx, "not_in_progress", msg, current)
+        moved.append(isinstance(write, Move))
+    for round_ in rounds:
+        audits = [w for w in round_ if isinstance(w, AuditEntry)]
+        if audits:
+            await tx.conn.execute(repo.audit_insert(audits))
+        moves = [w for w in round_ if isinstance(w, Move)]
+        if moves:
+            done = await transition_each(ctx, tx, moves)
+            assert None not in done, "the rows are locked and in a source status"
     return moved
+
+
+def _write(msg: OutcomeReported, current: ProposalStatus) -> Move | AuditEntry | None:
+    """What ``msg`` writes on a proposal in ``current``: its move, or — an operator's verdict
+    that moves nothing is evidence all the same — its audit row; ``None``: nothing."""
+    target = domain.status_for_outcome(msg.outcome)
+    if current in domain.outcome_sources(target):
+        return Move(
+            msg.proposal_id,
+            source=current,
+            target=target,
+            actor=_actor(msg),
+            values={"outcome": msg.outcome.model_dump(mode="json"), "outcome_at": repo.DB_CLOCK},
+            detail=_detail(msg),
+            causation_id=msg.message_id,
+        )
+    if msg.reported_by == "operator":
+        detail = {**_detail(msg), "status": current.value}
+        return AuditEntry(msg.proposal_id, _actor(msg), "operator_outcome_ignored", detail=detail)
+    return None
 
 
 def _logged(proposal_id: str, status: ProposalStatus) -> None:
