@@ -4,6 +4,9 @@ Wiring only: each queue's work is its feature's ``handlers`` module (``intake``,
 ``pause_points``, ``outcomes``); a request-reply handler returns its typed reply and this module
 publishes it (``signoff_runtime.rpc.answer``).
 
+Outcomes, the busiest queue, are recorded a batch at a time (``signoff_runtime.batching``: the
+reports waiting together in one transaction, at most ``SIGNOFF_AMQP__BATCH_SIZE``).
+
 Each subscriber acks manually through ``settle`` (after its transaction committed) and parses
 the body itself, so a malformed message is answered or dead-lettered with a reason instead of
 being dropped by FastStream's default policy. Request-reply answers are published here, after the
@@ -26,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from faststream.rabbit import RabbitBroker
 from faststream.rabbit.message import RabbitMessage as Message
 from signoff_contracts.v1 import Envelope
-from signoff_runtime import consumer, rpc
+from signoff_runtime import batching, consumer, rpc
 from signoff_runtime.senders import Senders, broker_user
 
 from signoff_proposals.context import Context
@@ -54,7 +57,17 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
     }
     for key, answer in answered.items():
         consume(key, _answering(ctx, broker, key, answer))
-    consume("proposals.outcomes", lambda msg: outcome_handlers.outcome(ctx, msg))
+    batching.consume_batched(
+        broker,
+        topo,
+        senders,
+        "proposals.outcomes",
+        lambda tx, msgs: outcome_handlers.outcomes(ctx, tx, msgs),
+        engine=ctx.engine,
+        prefetch=ctx.settings.amqp.prefetch,
+        size=ctx.settings.amqp.batch_size,
+        bind=True,
+    )
     consume("proposals.reconciliation", lambda msg: _checked(ctx, msg))
     consume("proposals.notifications", lambda msg: notification_handlers.on_event(ctx, msg))
 

@@ -96,6 +96,20 @@ def consume(
             work=lambda: work(msg),
         )
 
+    subscribe(broker, topology, queue_key, handler, prefetch=prefetch, bind=bind)
+
+
+def subscribe(
+    broker: RabbitBroker,
+    topology: Topology,
+    queue_key: str,
+    handler: Callable[[Delivery], Awaitable[None]],
+    *,
+    prefetch: int,
+    bind: bool = False,
+) -> None:
+    """Subscribe ``handler`` to ``queue_key`` as ``consume`` does (and ``signoff_runtime.batching``
+    for its batches): manual acks, ``prefetch``, the body left as bytes, no reply."""
     handler.__name__ = handler.__qualname__ = f"on_{queue_key.replace('.', '_').replace('-', '_')}"
     exchange = topology.exchange(topology.spec(queue_key).exchange) if bind else None
     broker.subscriber(

@@ -8,6 +8,7 @@ handlers answer a replay with the reply they gave the first time.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Column, DateTime, MetaData, Table, Text, func, text
@@ -38,6 +39,21 @@ async def first_delivery(
         {"mid": message_id, "result": json.dumps(result) if result is not None else None},
     )
     return row.first() is not None
+
+
+async def first_deliveries(
+    conn: AsyncConnection, table: Table, message_ids: Sequence[str]
+) -> set[str]:
+    """Record each of ``message_ids`` (one statement, for a batch); the ones recorded now — the
+    others were already recorded (duplicates)."""
+    rows = await conn.execute(
+        text(
+            f"INSERT INTO {table.schema}.inbox (message_id) "
+            "SELECT unnest(CAST(:mids AS text[])) ON CONFLICT DO NOTHING RETURNING message_id"
+        ),
+        {"mids": list(dict.fromkeys(message_ids))},
+    )
+    return {row.message_id for row in rows}
 
 
 async def stored_result(conn: AsyncConnection, table: Table, message_id: str) -> Any:

@@ -41,3 +41,19 @@ OUTBOX_RELAY_HEARTBEAT = Gauge(
     "Unix time of the relay's last pass that reached its table (every poll interval), by schema.",
     ["schema"],
 )
+BATCH_SIZE = Histogram(
+    "signoff_consumer_batch_size",
+    "Deliveries a batching consumer handled in one transaction, by queue.",
+    ["queue"],
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128),
+)
+BATCHES_SPLIT = Counter(
+    "signoff_consumer_batches_split_total",
+    "Batches whose transaction failed, their messages then handled one at a time, by queue.",
+    ["queue"],
+)
+BATCH_WAITING = Gauge(
+    "signoff_consumer_batch_waiting",
+    "Deliveries waiting for the batch in flight to settle before they are handled, by queue.",
+    ["queue"],
+)

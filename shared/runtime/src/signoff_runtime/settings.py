@@ -101,6 +101,9 @@ class AmqpSettings(BaseModel):
     url: str = "amqp://guest:guest@127.0.0.1:5672/"
     prefix: str = Field(default="signoff", pattern=r"^[a-z][a-z0-9_-]{0,40}$")
     prefetch: int = Field(default=32, ge=1, le=1000)
+    #: the most deliveries a batching consumer (``signoff_runtime.batching``: the proposals
+    #: service's outcomes, the agent's events) handles in one transaction; 1: each in its own
+    batch_size: int = Field(default=32, ge=1, le=1000)
     delivery_limit: int = Field(default=5, ge=1, le=100)
     request_timeout_s: float = Field(default=10.0, gt=0)
     publish_timeout_s: float = Field(default=10.0, gt=0)

@@ -120,22 +120,27 @@ async def lock(conn: AsyncConnection, proposal_id: str) -> Row[Any] | None:
 
 
 async def lock_delivered(
-    conn: AsyncConnection, message_id: str, proposal_id: str
-) -> tuple[bool, Row[Any] | None]:
-    """``first_delivery`` of ``message_id`` and ``lock`` of the proposal in one statement:
-    whether this is the message's first delivery, and the locked row (``None``: no such id)."""
-    row = (
+    conn: AsyncConnection, message_ids: Sequence[str], proposal_ids: Sequence[str]
+) -> tuple[set[str], dict[str, Row[Any]]]:
+    """``first_delivery`` of each of ``message_ids`` and ``lock`` of each of ``proposal_ids``,
+    in one statement: the message ids recorded now (the others were already in the inbox), and
+    the locked rows' ``id``, ``status`` and ``contract_id`` by id (an unknown id is absent). The
+    rows are locked in id order, so batches that share proposals wait for each other rather
+    than deadlock."""
+    rows = (
         await conn.execute(
             text(
-                "WITH ins AS (INSERT INTO proposals.inbox (message_id) VALUES (:mid) "
-                "ON CONFLICT DO NOTHING RETURNING 1) "
-                "SELECT p.*, EXISTS (SELECT 1 FROM ins) AS first_delivery "
-                "FROM proposals.proposals p WHERE p.id = :pid FOR UPDATE OF p"
+                "WITH ins AS (INSERT INTO proposals.inbox (message_id) "
+                "SELECT unnest(CAST(:mids AS text[])) ON CONFLICT DO NOTHING RETURNING message_id) "
+                "SELECT p.id, p.status, p.contract_id, ARRAY(SELECT message_id FROM ins) AS fresh "
+                "FROM proposals.proposals p WHERE p.id = ANY(CAST(:pids AS text[])) "
+                "ORDER BY p.id FOR UPDATE OF p"
             ),
-            {"mid": message_id, "pid": proposal_id},
+            {"mids": list(dict.fromkeys(message_ids)), "pids": sorted(set(proposal_ids))},
         )
-    ).first()
-    return (bool(row.first_delivery), row) if row is not None else (True, None)
+    ).all()
+    fresh = set(rows[0].fresh) if rows else set()
+    return fresh, {row.id: row for row in rows}
 
 
 def origin_trace() -> Any:

@@ -1,4 +1,4 @@
-"""The one way a proposal's status changes: ``transition``, and its set-based form ``expire``.
+"""The one way a proposal's status changes: ``transition``, and its set-based forms.
 
 Both start from the lifecycle table's move (``domain.step``): a move the table does not have
 raises ``IllegalTransition`` before anything is written. Everything else comes from that move:
@@ -16,11 +16,16 @@ raises ``IllegalTransition`` before anything is written. Everything else comes f
 skipping those other transactions hold, or the one row a decision found lapsed) and one
 statement of their audit rows and events. ``create`` stores a new proposal with the table's
 ``CREATION`` step. Nothing else in the service writes ``proposals.status``.
+
+``transition_each`` is ``transition`` for many proposals at once, each with its own move, values,
+actor and detail (a batch of outcomes): one UPDATE joined to the moves' arrays, one statement of
+their audit rows and messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -29,7 +34,8 @@ from signoff_contracts.status import ProposalStatus
 from signoff_runtime import tracing
 from signoff_runtime.outbox import Outgoing
 from signoff_runtime.unit_of_work import UnitOfWork
-from sqlalchemy import ColumnElement, Row, update
+from sqlalchemy import ColumnElement, Row, Text, bindparam, func, update
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain, outbox
@@ -70,6 +76,56 @@ async def transition(
     rows = await _update(tx, move, where, values or {}, any_status=any_status)
     await _record(ctx, tx, move, rows, actor, detail or {}, causation_id)
     return rows[0] if rows else None
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One proposal's move for ``transition_each``: ``transition``'s arguments for one row.
+    ``values`` is the new column values, each a value for this row or ``DB_CLOCK``."""
+
+    proposal_id: str
+    source: ProposalStatus
+    target: ProposalStatus
+    actor: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    causation_id: str | None = None
+
+
+async def transition_each(
+    ctx: Context, tx: UnitOfWork, moves: Sequence[Move]
+) -> list[Row[Any] | None]:
+    """Each move as ``transition`` makes it, all in one UPDATE and one statement of audit rows
+    and messages; the moved row for each move, ``None`` if its row did not qualify. Moves of one
+    proposal apply in the order given (one round of statements per move after its first). Every
+    move must set the same ``values`` columns, and none may carry a clock condition (moves out of
+    ``pending`` go through ``transition``)."""
+    moved: list[Row[Any] | None] = [None] * len(moves)
+    rounds: list[list[int]] = []
+    seen: dict[str, int] = {}
+    for i, each in enumerate(moves):
+        turn = seen.get(each.proposal_id, 0)
+        seen[each.proposal_id] = turn + 1
+        if turn == len(rounds):
+            rounds.append([])
+        rounds[turn].append(i)
+    for round_ in rounds:
+        steps = {i: domain.step(moves[i].source, moves[i].target) for i in round_}
+        if any(step.clock is not None for step in steps.values()):
+            raise ValueError("a move with a clock condition goes through transition()")
+        rows = {row.id: row for row in await _update_each(tx, [moves[i] for i in round_], steps)}
+        for i in round_:
+            moved[i] = rows.get(moves[i].proposal_id)
+        await _record_each(
+            ctx,
+            tx,
+            [
+                (steps[i], row, moves[i].actor, dict(moves[i].detail), moves[i].causation_id)
+                for i in round_
+                if (row := moved[i]) is not None
+            ],
+        )
+    return moved
 
 
 async def expire(
@@ -136,12 +192,53 @@ async def _update(
     stmt = stmt.where(*_clock(move))
     rows = (await tx.conn.execute(stmt)).all()
     for row in rows:
-        count_transition(tx, row.operation_kind, move.target)
-        observed = lifecycle_metrics.latency(row, move.target)
-        if observed is not None:
-            histogram, labels, seconds = observed
-            tx.after_commit(partial(_observe, histogram, labels, seconds))
+        _count(tx, row, move.target)
     return rows
+
+
+async def _update_each(
+    tx: UnitOfWork, moves: Sequence[Move], steps: Mapping[int, Step]
+) -> Sequence[Row[Any]]:
+    """``_update`` for moves of distinct proposals, each with its own source, target and values:
+    one UPDATE joined to the moves as arrays (``unnest``), so its text is the same for any
+    number of moves. The rows it moved (counted once committed)."""
+    names = sorted({name for each in moves for name in each.values})
+    assert all(set(each.values) == set(names) for each in moves), "one set of columns"
+    same = {n: moves[0].values[n] for n in names if moves[0].values[n] is DB_CLOCK}
+    each_row = [n for n in names if n not in same]
+    columns: dict[str, tuple[list[Any], Any]] = {
+        "id": ([m.proposal_id for m in moves], Text()),
+        "source": ([m.source.value for m in moves], Text()),
+        "target": ([m.target.value for m in moves], Text()),
+        **{n: ([m.values[n] for m in moves], proposals.c[n].type) for n in each_row},
+    }
+    arrays = [
+        bindparam(f"each_{name}", values, type_=ARRAY(type_))
+        for name, (values, type_) in columns.items()
+    ]
+    given = func.unnest(*arrays).table_valued(*columns).render_derived(name="each")
+    returning: list[Any] = list(proposals.c)
+    if any(step.sends_contract for step in steps.values()):
+        returning.append(repo.origin_trace())
+    stmt = (
+        update(proposals)
+        .where(proposals.c.id == given.c.id, proposals.c.status == given.c.source)
+        .values(status=given.c.target, **{n: given.c[n] for n in each_row}, **same)
+        .returning(*returning)
+    )
+    rows = (await tx.conn.execute(stmt)).all()
+    for row in rows:
+        _count(tx, row, ProposalStatus(row.status))
+    return rows
+
+
+def _count(tx: UnitOfWork, row: Row[Any], target: ProposalStatus) -> None:
+    """Count the move of ``row`` into ``target``, and observe its latency, once committed."""
+    count_transition(tx, row.operation_kind, target)
+    observed = lifecycle_metrics.latency(row, target)
+    if observed is not None:
+        histogram, labels, seconds = observed
+        tx.after_commit(partial(_observe, histogram, labels, seconds))
 
 
 def _observe(histogram: Any, labels: dict[str, str], seconds: float) -> None:
@@ -158,11 +255,20 @@ async def _record(
     causation_id: str | None,
 ) -> None:
     """The moved rows' audit rows and messages, derived from the move: one statement."""
-    if not rows:
+    await _record_each(ctx, tx, [(move, row, actor, detail, causation_id) for row in rows])
+
+
+async def _record_each(
+    ctx: Context,
+    tx: UnitOfWork,
+    moved: Sequence[tuple[Step, Row[Any], str, dict[str, Any], str | None]],
+) -> None:
+    """Each moved row's audit row and messages, derived from its move: one statement."""
+    if not moved:
         return
     entries: list[AuditEntry] = []
     messages: list[Outgoing] = []
-    for row in rows:
+    for move, row, actor, detail, causation_id in moved:
         noted = dict(detail)
         if move.sends_contract:
             signed, message = outbox.contract(ctx, row)

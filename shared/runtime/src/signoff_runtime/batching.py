@@ -1,0 +1,271 @@
+"""Group commit for a hot consumer: the deliveries at hand, handled in one transaction.
+
+A subscriber is handed each delivery as a task of its own (aiormq starts one per delivery, up to
+the channel's prefetch), and a consumer that opens a transaction per message pays a BEGIN, a
+COMMIT — a WAL flush — and its statements for every message, even when thirty arrive together.
+``consume_batched`` subscribes a queue's work through a ``Batcher`` instead, which hands the work
+the deliveries that are waiting, at most ``size`` at a time, in ONE ``unit_of_work``:
+
+- no timer: a delivery that finds no batch in flight starts one at once, taking along whatever
+  deliveries the event loop has already handed over (one pass of the loop); those that arrive
+  while a batch runs wait for it and form the next one. At low load each batch is one message,
+  handled as soon as it arrives; under load batches grow by themselves, as PostgreSQL's own group
+  commit does with WAL flushes. One batch is in flight per subscriber and process, and no more
+  than the channel's prefetch can be waiting: a size above the prefetch changes nothing.
+- ack after commit: each message of a batch is acknowledged only once the transaction that
+  recorded it has committed.
+- a batch that fails is split: each of its messages is handled alone, in a transaction of its
+  own, through ``consumer.settle`` — so a poison message is dead-lettered with its reason, a
+  transient failure is requeued (with ``settle``'s back-off and the queue's delivery limit), and
+  the neighbours are recorded. Each is settled by its own delivery's handler, concurrently, while
+  the next batch goes on (a back-off holds up nothing else). A batch of one that fails is so
+  tried once more. Redoing them is safe: the batch rolled back, or, if its commit was in doubt,
+  each message's inbox row (written in the same transaction) says it was recorded.
+- the sender check comes first, message by message: a refused one goes to ``settle``, which
+  dead-letters it without handing it to the work.
+
+This sits at the FastStream handler, not under it at aio-pika's level: each delivery's handler
+still runs until its own message is settled, so FastStream's graceful stop (which waits for the
+handlers in flight) still waits for every message, and nothing else of the subscriber changes.
+The handlers that wait hand the next batch to the oldest of them, so no task outlives them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import structlog
+from faststream.rabbit import RabbitBroker
+from faststream.rabbit.message import RabbitMessage
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from signoff_runtime import consumer
+from signoff_runtime.consumer import Delivery, settle
+from signoff_runtime.metrics import (
+    BATCH_SIZE,
+    BATCH_WAITING,
+    BATCHES_SPLIT,
+    HANDLER_SECONDS,
+    MESSAGES_CONSUMED,
+)
+from signoff_runtime.senders import Senders
+from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work
+
+log = structlog.get_logger(__name__)
+
+#: the work of a batching consumer: record ``messages`` (parsed by the work) on ``tx``; whatever
+#: must wait for the commit is registered with ``tx.after_commit``
+BatchWork = Callable[[UnitOfWork, Sequence[RabbitMessage]], Awaitable[object]]
+
+#: what a waiting delivery is told: lead the next batch, its batch settled it (or gave it up,
+#: unacknowledged, when cancelled), or settle it alone on its own task
+Fate = Literal["lead", "done", "alone"]
+
+
+@dataclass(eq=False)
+class _Waiting:
+    msg: RabbitMessage
+    turn: asyncio.Future[Fate] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    arrived: float = field(default_factory=time.perf_counter)
+    #: what its batch did with it (``None`` until the batch is over)
+    outcome: Fate | None = None
+
+    def release(self, fate: Fate) -> None:
+        if fate != "lead" and self.outcome is None:
+            self.outcome = fate
+        if not self.turn.done():
+            self.turn.set_result(fate)
+
+
+class Batcher:
+    """Gathers one subscriber's deliveries and settles them a batch at a time (module docstring).
+
+    ``run`` handles a batch in one transaction; ``alone`` settles one message by itself (each
+    message of a failed batch, and one from a refused sender); ``accepts`` is the sender check.
+    """
+
+    def __init__(
+        self,
+        queue_key: str,
+        *,
+        size: int,
+        run: Callable[[Sequence[RabbitMessage]], Awaitable[object]],
+        alone: Callable[[RabbitMessage], Awaitable[object]],
+        accepts: Callable[[RabbitMessage], bool] = lambda _: True,
+    ) -> None:
+        assert size >= 1
+        self.queue_key = queue_key
+        self.size = size
+        self._run = run
+        self._alone = alone
+        self._accepts = accepts
+        self._waiting: deque[_Waiting] = deque()
+        self._busy = False
+        self._gauge = BATCH_WAITING.labels(queue=queue_key)
+
+    @property
+    def waiting(self) -> int:
+        """Deliveries waiting for the batch in flight."""
+        return len(self._waiting)
+
+    async def submit(self, msg: RabbitMessage) -> None:
+        """Settle ``msg`` in a batch; returns once it is settled (or its batch was given up)."""
+        me = _Waiting(msg)
+        self._waiting.append(me)
+        fresh = not self._busy
+        if fresh:
+            self._busy = True
+            fate: Fate = "lead"
+        else:
+            self._gauge.set(len(self._waiting))
+            try:
+                fate = await me.turn
+            except asyncio.CancelledError:  # its channel closed: unacked, so redelivered
+                self._abandon(me)
+                raise
+        if fate == "lead":
+            try:
+                if fresh:  # nothing was in flight: let the deliveries the loop holds join
+                    await asyncio.sleep(0)
+                taken = min(self.size, len(self._waiting))
+                batch = [self._waiting.popleft() for _ in range(taken)]
+                self._gauge.set(len(self._waiting))
+                await self._flush(batch)
+            finally:  # the oldest waiting delivery leads the next batch
+                if self._waiting:
+                    self._waiting[0].release("lead")
+                else:
+                    self._busy = False
+            fate = me.outcome or "done"
+        if fate == "alone":  # its own transaction, its own task: the next batch goes on
+            await self._alone(msg)
+
+    def _abandon(self, me: _Waiting) -> None:
+        """``me``'s task was cancelled while it waited: forget it, and pass on the lead if it had
+        just been handed the next batch."""
+        if me in self._waiting:
+            self._waiting.remove(me)
+            self._gauge.set(len(self._waiting))
+        handed = me.turn.done() and not me.turn.cancelled() and me.turn.result() == "lead"
+        if handed:
+            if self._waiting:
+                self._waiting[0].release("lead")
+            else:
+                self._busy = False
+
+    async def _flush(self, batch: list[_Waiting]) -> None:
+        """Commit ``batch``'s accepted messages in one transaction, then ack them; a refused
+        sender's message, or every message of a batch that failed, is released to be settled
+        alone."""
+        try:
+            accepted: list[_Waiting] = []
+            for waiting in batch:
+                if self._accepts(waiting.msg):
+                    accepted.append(waiting)
+                else:  # ``settle`` dead-letters it without running the work
+                    waiting.release("alone")
+            if accepted:
+                await self._commit(accepted)
+        finally:
+            for waiting in batch:  # cancelled mid-batch: unacknowledged, so redelivered
+                waiting.release("done")
+
+    async def _commit(self, batch: list[_Waiting]) -> None:
+        BATCH_SIZE.labels(queue=self.queue_key).observe(len(batch))
+        try:
+            await self._run([waiting.msg for waiting in batch])
+        except Exception as exc:
+            if len(batch) > 1:
+                BATCHES_SPLIT.labels(queue=self.queue_key).inc()
+            log.warning(
+                "batch.failed", queue=self.queue_key, size=len(batch), error=type(exc).__name__
+            )
+            for waiting in batch:
+                waiting.release("alone")
+            return
+        done = time.perf_counter()
+        for waiting in batch:
+            try:
+                await waiting.msg.ack()
+            except Exception as exc:  # the channel is gone: redelivered, the inbox drops it
+                log.warning("batch.ack_failed", queue=self.queue_key, error=repr(exc))
+                continue
+            MESSAGES_CONSUMED.labels(queue=self.queue_key, result="ok").inc()
+            HANDLER_SECONDS.labels(queue=self.queue_key).observe(done - waiting.arrived)
+
+
+def batcher(
+    broker: RabbitBroker,
+    topology: Topology,
+    senders: Senders,
+    queue_key: str,
+    work: BatchWork,
+    *,
+    engine: AsyncEngine,
+    size: int,
+) -> Batcher:
+    """The ``Batcher`` of ``work`` on ``queue_key``: a batch in one ``unit_of_work`` of
+    ``engine``, a message alone in one of its own through ``settle``."""
+
+    async def run(messages: Sequence[RabbitMessage]) -> None:
+        async with unit_of_work(engine) as tx:
+            await work(tx, messages)
+
+    async def alone(msg: RabbitMessage) -> None:
+        await settle(
+            msg,
+            broker=broker,
+            topology=topology,
+            queue_key=queue_key,
+            senders=senders,
+            work=lambda: run([msg]),
+        )
+
+    spec = topology.spec(queue_key)
+
+    def accepts(msg: RabbitMessage) -> bool:
+        raw = msg.raw_message
+        return senders.refusal(spec, raw.user_id, raw.headers) is None
+
+    return Batcher(queue_key, size=size, run=run, alone=alone, accepts=accepts)
+
+
+def consume_batched(
+    broker: RabbitBroker,
+    topology: Topology,
+    senders: Senders,
+    queue_key: str,
+    work: BatchWork,
+    *,
+    engine: AsyncEngine,
+    prefetch: int,
+    size: int,
+    bind: bool = False,
+) -> Batcher | None:
+    """``consumer.consume`` for a ``work`` that records many messages in one transaction: the
+    queue's deliveries batched (at most ``size``; the module docstring). ``size`` 1 subscribes
+    it unbatched — each message in its own transaction, concurrently up to ``prefetch``, as
+    ``consume`` does — and returns no ``Batcher``."""
+    if size <= 1:
+
+        async def each(msg: RabbitMessage) -> None:
+            async with unit_of_work(engine) as tx:
+                await work(tx, [msg])
+
+        consumer.consume(broker, topology, senders, queue_key, each, prefetch=prefetch, bind=bind)
+        return None
+    batch = batcher(broker, topology, senders, queue_key, work, engine=engine, size=size)
+
+    async def handler(msg: Delivery) -> None:
+        await batch.submit(msg)
+
+    consumer.subscribe(broker, topology, queue_key, handler, prefetch=prefetch, bind=bind)
+    return batch
