@@ -9,6 +9,11 @@ in the outbox with its error. Every message carries the relay's broker user in `
 
 The relay wakes on ``NOTIFY`` (sent by the writing statement, so it fires at commit) and polls
 slowly as a safety net. Several relays may run: rows are taken with ``FOR UPDATE SKIP LOCKED``.
+
+Each round that took rows is a span of its own (``outbox.relay <schema>``, no parent): it starts
+when the ``NOTIFY`` that woke it arrived, and marks when the round began, selected its rows,
+published them and had every confirm; it ends once they are marked sent, and names the message
+ids it carried (``signoff.outbox.message_ids``) — the timeline of one approval reads them.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import Any
 import aio_pika
 import asyncpg
 import structlog
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 from sqlalchemy import Table, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -38,6 +45,7 @@ from signoff_runtime.settings import broker_user
 from signoff_runtime.topology import Topology
 
 log = structlog.get_logger(__name__)
+_TRACER = trace.get_tracer(__name__)
 
 
 def persistent_message(
@@ -87,6 +95,8 @@ class OutboxRelay:
         self._poll_s = poll_s
         self._timeout = publish_timeout_s
         self._wake = asyncio.Event()
+        #: when the first NOTIFY since the last round began arrived (ns since the epoch)
+        self._notified_ns: int | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
         #: SIGNOFF_UNSAFE__MARK_SENT_BEFORE_CONFIRM, a negative control (``SIGNOFF_ENV=test`` only)
         self._mark_before_confirm = mark_before_confirm
@@ -123,8 +133,13 @@ class OutboxRelay:
 
     async def _listen(self) -> asyncpg.Connection:
         conn = await asyncpg.connect(asyncpg_dsn(str(self._engine.url.render_as_string(False))))
-        await conn.add_listener(notify_channel(self._table), lambda *_: self._wake.set())
+        await conn.add_listener(notify_channel(self._table), self._notified)
         return conn
+
+    def _notified(self, *_: Any) -> None:
+        if self._notified_ns is None:
+            self._notified_ns = time.time_ns()
+        self._wake.set()
 
     async def measure(self) -> None:
         """Refresh the lag gauges (one query on the unsent rows' partial index)."""
@@ -150,6 +165,8 @@ class OutboxRelay:
             return await self._drain_marking_first()
         assert self._channel is not None, "run() opens the channel"
         schema = self._table.schema
+        began = time.time_ns()
+        notified, self._notified_ns = self._notified_ns, None
         async with self._engine.begin() as conn:
             rows = (
                 await conn.execute(
@@ -164,9 +181,12 @@ class OutboxRelay:
             ).all()
             if not rows:
                 return 0
+            span = self._span(rows, notified or began, began)
+            span.add_event("publishing")
             results = await asyncio.gather(
                 *(self._publish(row) for row in rows), return_exceptions=True
             )
+            span.add_event("confirmed")
             sent = [row.id for row, res in zip(rows, results, strict=True) if res is None]
             failed = [
                 (row.id, repr(res)[:500])
@@ -174,7 +194,23 @@ class OutboxRelay:
                 if res is not None
             ]
             await self._mark(conn, sent, failed)
+        span.end()
         return len(rows)
+
+    def _span(self, rows: Any, start: int, began: int) -> trace.Span:
+        """The round's span (a root: it serves many traces), from the NOTIFY that woke it."""
+        span = _TRACER.start_span(
+            f"outbox.relay {self._table.schema}",
+            context=otel_context.Context(),
+            start_time=start,
+            attributes={
+                "signoff.outbox.schema": str(self._table.schema),
+                "signoff.outbox.message_ids": [row.message_id for row in rows],
+            },
+        )
+        span.add_event("began", timestamp=began)
+        span.add_event("selected")
+        return span
 
     async def _drain_marking_first(self) -> int:
         """The negative control ``SIGNOFF_UNSAFE__MARK_SENT_BEFORE_CONFIRM``: commit a batch as

@@ -31,6 +31,7 @@ from typing import TypeVar
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from signoff_runtime import tracing
 from signoff_runtime.metrics import COMMITS_IN_DOUBT
 
 log = structlog.get_logger(__name__)
@@ -76,6 +77,7 @@ async def unit_of_work(
             raise
         try:
             await transaction.commit()
+            tracing.event("transaction.committed")  # the timeline's commit moments
         except Exception as exc:
             commit_error = exc
     finally:
