@@ -4,6 +4,13 @@ A state change and the messages it must cause are written in one transaction —
 where the writer has the change at hand: ``enqueue_statement`` is the only place outbox rows are
 made, and every service writes through it. The statement also sends a ``NOTIFY`` (delivered at
 commit) that wakes the relay (``signoff_runtime.relay``), which publishes the rows.
+
+A writer inside a unit of work whose own process runs a relay on the same table (every service
+publishes its own outbox) wakes that relay itself once the commit answered, and sends no
+``NOTIFY``: the rows are published without a round through PostgreSQL's listener, and the relays
+of other processes on the same table (executor replicas) are not woken for rows that are not
+theirs to take. Should the writer die between its commit and the wake, its rows wait for a
+relay's poll (a second by default): later, never lost.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.dml import UpdateBase
 
-from signoff_runtime import tracing
+from signoff_runtime import tracing, unit_of_work
 from signoff_runtime.bulk import insert_rows
 
 
@@ -61,6 +68,39 @@ def outbox_table(metadata: MetaData, schema: str) -> Table:
 
 def notify_channel(table: Table) -> str:
     return f"{table.schema}_outbox"
+
+
+Wake = Callable[[], None]
+#: the relays running in this process, by database and ``NOTIFY`` channel (``local_relay``)
+_LOCAL_RELAYS: dict[tuple[str, str], set[Wake]] = {}
+
+
+def _key(url: Any, table: Table) -> tuple[str, str]:
+    return url.render_as_string(hide_password=True), notify_channel(table)
+
+
+def local_relay(url: Any, table: Table, wake: Wake) -> Callable[[], None]:
+    """Register a relay of this process on ``table`` of the database at ``url``: writers in a
+    unit of work call ``wake`` after their commit. Returns the call that unregisters it."""
+    woken = _LOCAL_RELAYS.setdefault(_key(url, table), set())
+    woken.add(wake)
+    return lambda: woken.discard(wake)
+
+
+def _waking(conn: AsyncConnection, table: Table) -> Callable[[], None] | None:
+    """What wakes this process's relays once ``conn``'s unit of work committed (``None``: no
+    unit of work, or no relay here — the statement's ``NOTIFY`` wakes whoever listens)."""
+    uow = unit_of_work.current(conn)
+    relays = _LOCAL_RELAYS.get(_key(conn.engine.url, table))
+    if uow is None or not relays:
+        return None
+
+    def wake() -> None:
+        for each in list(relays):
+            each()
+
+    uow.after_commit(wake)
+    return wake
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +138,12 @@ def enqueue_statement(
     *,
     change: UpdateBase | None = None,
     resend: bool = False,
+    notify: bool = True,
 ) -> Executable:
     """ONE statement: ``change`` (the state change the messages announce, an INSERT or UPDATE
-    run as a ``WITH`` part), the messages' outbox rows, and a ``NOTIFY`` to the relay if a row
-    was written — so a state change and its messages cannot be committed one without the other,
-    and cost one round trip.
+    run as a ``WITH`` part), the messages' outbox rows, and (``notify``) a ``NOTIFY`` to the
+    relay if a row was written — so a state change and its messages cannot be committed one
+    without the other, and cost one round trip.
 
     A message id already in the outbox is left alone, or with ``resend`` marked unsent again
     (the same message published once more, under its own id).
@@ -118,7 +159,10 @@ def enqueue_statement(
     else:
         insert = insert.on_conflict_do_nothing(index_elements=[table.c.message_id])
     written = insert.returning(table.c.id).cte("written")
-    statement = select(func.pg_notify(notify_channel(table), "")).select_from(written).limit(1)
+    # a data-modifying WITH part runs to completion whether or not the query reads it
+    signal = func.pg_notify(notify_channel(table), "") if notify else func.count()
+    statement = select(signal).select_from(written)
+    statement = statement.limit(1) if notify else statement
     if change is not None:
         statement = statement.add_cte(change.cte("change"))
     return statement
@@ -134,12 +178,15 @@ async def enqueue(
     hold: Hold | None = None,
 ) -> None:
     """Write ``messages`` (and the ``change`` they announce) in the caller's transaction, in one
-    round trip (``enqueue_statement``). With ``hold`` (a negative control) no row is written:
-    the change runs alone and each message is handed to ``hold``."""
+    round trip (``enqueue_statement``); a relay of this process is woken after the commit, else
+    the ``NOTIFY`` wakes one. With ``hold`` (a negative control) no row is written: the change
+    runs alone and each message is handed to ``hold``."""
     if hold is not None:
         if change is not None:
             await conn.execute(change)
         for out in messages:
             hold(out)
         return
-    await conn.execute(enqueue_statement(table, messages, change=change, resend=resend))
+    local = bool(messages) and _waking(conn, table) is not None
+    statement = enqueue_statement(table, messages, change=change, resend=resend, notify=not local)
+    await conn.execute(statement)

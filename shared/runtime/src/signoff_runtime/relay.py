@@ -7,8 +7,9 @@ lost. Publishing to a routing key with no binding raises (``on_return_raises``) 
 in the outbox with its error. Every message carries the relay's broker user in ``user_id``
 (RabbitMQ checks it; consumers require it).
 
-The relay wakes on ``NOTIFY`` (sent by the writing statement, so it fires at commit; heard on a
-connection that does nothing else) and polls slowly as a safety net. Several relays may run: a
+The relay wakes when a writer of its own process has committed rows (``outbox.local_relay``), on
+``NOTIFY`` (sent by another process's writing statement, so it fires at commit; heard on a
+connection that does nothing else), and polls slowly as a safety net. Several relays may run: a
 round takes its rows under a lease (``relay_rows``: one statement, no transaction held open while
 the broker confirms), so a row the relay was woken for is published after one round trip to the
 database. Rounds overlap: the next round takes and publishes new rows while earlier ones still
@@ -47,7 +48,7 @@ from signoff_runtime.metrics import (
     OUTBOX_RELAY_HEARTBEAT,
     OUTBOX_UNSENT,
 )
-from signoff_runtime.outbox import notify_channel
+from signoff_runtime.outbox import local_relay, notify_channel
 from signoff_runtime.relay_rows import RelayRows
 from signoff_runtime.settings import broker_user
 from signoff_runtime.topology import Topology
@@ -128,6 +129,8 @@ class OutboxRelay:
 
     async def run(self) -> None:
         connection = await failover.connect_robust(self._amqp_url)
+        # this process's writers wake the relay themselves after their commit (``outbox``)
+        unregister = local_relay(self._engine.url, self._table, self._notified)
         measure_at = 0.0
         try:
             while True:
@@ -148,6 +151,7 @@ class OutboxRelay:
                     await asyncio.wait_for(self._wake.wait(), self._poll_s)
                 self._wake.clear()
         finally:
+            unregister()
             await self._finish()
             await self._disconnect()
             await connection.close()
