@@ -15,6 +15,7 @@ relay's poll (a second by default): later, never lost.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,20 +88,23 @@ def local_relay(url: Any, table: Table, wake: Wake) -> Callable[[], None]:
     return lambda: woken.discard(wake)
 
 
-def _waking(conn: AsyncConnection, table: Table) -> Callable[[], None] | None:
-    """What wakes this process's relays once ``conn``'s unit of work committed (``None``: no
-    unit of work, or no relay here — the statement's ``NOTIFY`` wakes whoever listens)."""
+def _waking(conn: AsyncConnection, table: Table) -> bool:
+    """Wake this process's relays once ``conn``'s unit of work committed; ``False`` if there is
+    no unit of work or no relay here (the statement's ``NOTIFY`` wakes whoever listens)."""
     uow = unit_of_work.current(conn)
     relays = _LOCAL_RELAYS.get(_key(conn.engine.url, table))
     if uow is None or not relays:
-        return None
+        return False
 
-    def wake() -> None:
+    async def wake() -> None:
         for each in list(relays):
             each()
+        # let the relay take the rows before the writer carries on (its answer, its ack, its
+        # log line): the messages are what the next hop waits for
+        await asyncio.sleep(0)
 
     uow.after_commit(wake)
-    return wake
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +191,6 @@ async def enqueue(
         for out in messages:
             hold(out)
         return
-    local = bool(messages) and _waking(conn, table) is not None
+    local = bool(messages) and _waking(conn, table)
     statement = enqueue_statement(table, messages, change=change, resend=resend, notify=not local)
     await conn.execute(statement)

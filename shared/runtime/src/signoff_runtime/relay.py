@@ -147,8 +147,10 @@ class OutboxRelay:
                 except _PASSING as exc:
                     log.warning("outbox.drain_failed", schema=self._table.schema, error=str(exc))
                     await self._disconnect()
+                # no task of its own (as ``wait_for`` would make): a wake resumes this one
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._poll_s)
+                    async with asyncio.timeout(self._poll_s):
+                        await self._wake.wait()
                 self._wake.clear()
         finally:
             unregister()
