@@ -1,9 +1,10 @@
 """The timeline of one approval: when each hop from the approve request to the hand-back happened.
 
 ``make timeline`` (``BENCH_TIMELINE_N`` approvals, default 200, after ``BENCH_TIMELINE_WARMUP``
-unreported ones, default 10) starts signoff alone as ``make bench`` does, with its spans written
-as JSON lines (``OTEL_TRACES_EXPORTER=jsonl``, ``signoff_runtime.tracing``), and approves the
-club's local operation (``email_broadcast.apply_draft``) one proposal at a time: the next approval
+unreported ones, default 10; ``BENCH_TIMELINE_JSON`` names a file for every figure) starts
+signoff alone as ``make bench`` does, with its spans written as JSON lines
+(``OTEL_TRACES_EXPORTER=jsonl``, ``signoff_runtime.tracing``), and approves the club's local
+operation (``email_broadcast.apply_draft``) one proposal at a time: the next approval
 is sent only after the previous outcome was recorded — the harness hears the ``proposal.outcome``
 event on a queue of its own — and ``BENCH_TIMELINE_GAP_MS`` (default 50) later, so every
 approval finds the system idle. Then the services are stopped (which flushes their spans) and
@@ -12,8 +13,9 @@ each hop is read from its truest source:
 - the span of the approve request (its start), the moments the services mark on their spans
   (``transaction.committed``, ``contract.claimed``, ``operation.executed``), the consumers'
   spans (FastStream's, starting when the handler chain takes the delivery), and each outbox
-  relay round's span (started when the ``NOTIFY`` arrived; began, rows selected, publishing,
-  every confirm back, marked sent), matched to the proposal by message id;
+  relay round's span (started when the writer handed the rows over or the ``NOTIFY`` arrived;
+  began, rows in hand, publishes started, every confirm back, marked sent), matched to the
+  proposal by message id;
 - the database's clock where the statement itself is the moment: ``decided_at`` (the claim's
   ``statement_timestamp()``), ``outcome_at`` (the recording statement's), and the outbox row's
   ``created_at`` (``now()``: when the approving transaction began).
@@ -119,15 +121,19 @@ def _db(column: str) -> Moment:
 
 def _relay(key: str, what: str) -> list[Hop]:
     return [
-        Hop(f"{what}: relay notified", "relay span start (NOTIFY arrived)", _start(key)),
+        Hop(f"{what}: relay woken", "relay span start (hand-over or NOTIFY)", _start(key)),
         Hop(f"{what}: relay round began", "relay span event", _event(key, "began")),
-        Hop(f"{what}: row selected", "relay span event", _event(key, "selected")),
-        Hop(f"{what}: published", "relay span event", _event(key, "publishing")),
+        Hop(
+            f"{what}: row in hand",
+            "relay span event (taken, or handed over)",
+            _event(key, "selected"),
+        ),
+        Hop(f"{what}: publish started", "relay span event", _event(key, "publishing")),
     ]
 
 
 def _beside(key: str, what: str) -> list[Hop]:
-    published, confirmed = f"{what}: published", f"{what}: confirmed"
+    published, confirmed = f"{what}: publish started", f"{what}: confirmed"
     return [
         Hop(confirmed, "relay span event", _event(key, "confirmed"), after=published),
         Hop(f"{what}: marked sent", "relay span end", _end(key), after=confirmed),
@@ -223,6 +229,34 @@ def table(t: Timeline) -> str:
         lines.append(f"- {name}: p50 / p99 **{_p(t.gaps_ms(_hop(a), _hop(b)))} ms**")
     lines.extend(f"- {note}" for note in t.notes)
     return "\n".join(lines)
+
+
+def figures(t: Timeline) -> dict[str, Any]:
+    """Every hop's figures (ms), for ``BENCH_TIMELINE_JSON``: how many approvals had the hop,
+    p50 and p99 since the request arrived, and of the gap from the hop it follows."""
+    origin, hops = PATH[0], {}
+    previous: Hop | None = None
+    for hop in (*PATH, *BESIDE):
+        ref = _hop(hop.after) if hop.after else previous
+        since = t.gaps_ms(origin, hop)
+        gaps = t.gaps_ms(ref, hop) if ref is not None else []
+        hops[hop.name] = {
+            "source": hop.source,
+            "n": len(since),
+            "since": [percentile(since, 50), percentile(since, 99)],
+            "gap": [percentile(gaps, 50), percentile(gaps, 99)] if gaps else None,
+            "from": ref.name if ref is not None else None,
+        }
+        if hop.after is None:
+            previous = hop
+    spans = {name: t.gaps_ms(_hop(a), _hop(b)) for name, (a, b) in SPANS.items()}
+    return {
+        "label": t.label,
+        "approvals": len(t.found),
+        "load": t.load,
+        "hops": hops,
+        "spans": {k: [percentile(v, 50), percentile(v, 99)] for k, v in spans.items()},
+    }
 
 
 def side_by_side(timelines: list[Timeline]) -> str:
@@ -371,16 +405,22 @@ def main() -> None:
     n = int(os.environ.get("BENCH_TIMELINE_N", "200"))
     warmup = int(os.environ.get("BENCH_TIMELINE_WARMUP", "10"))
     gap_s = float(os.environ.get("BENCH_TIMELINE_GAP_MS", "50")) / 1000
-    refs = sys.argv[1:]
-    if not refs:
-        sys.stdout.write(table(asyncio.run(measure("working tree", n, warmup, gap_s))) + "\n")
-        return
+    out = os.environ.get("BENCH_TIMELINE_JSON")
     timelines = []
+    refs: list[str | None] = [*sys.argv[1:]] or [None]
     for ref in refs:
-        timelines.append(asyncio.run(at_ref(ref, n, warmup, gap_s)))
-        sys.stdout.write(table(timelines[-1]) + "\n\n")
+        found = asyncio.run(
+            measure("working tree", n, warmup, gap_s)
+            if ref is None
+            else at_ref(ref, n, warmup, gap_s)
+        )
+        timelines.append(found)
+        sys.stdout.write(table(found) + "\n\n")
         sys.stdout.flush()
-    sys.stdout.write(side_by_side(timelines) + "\n")
+    if len(timelines) > 1:
+        sys.stdout.write(side_by_side(timelines) + "\n")
+    if out:
+        Path(out).write_text(json.dumps([figures(t) for t in timelines], indent=2))
 
 
 if __name__ == "__main__":

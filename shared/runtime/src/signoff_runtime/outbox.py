@@ -6,11 +6,14 @@ made, and every service writes through it. The statement also sends a ``NOTIFY``
 commit) that wakes the relay (``signoff_runtime.relay``), which publishes the rows.
 
 A writer inside a unit of work whose own process runs a relay on the same table (every service
-publishes its own outbox) wakes that relay itself once the commit answered, and sends no
-``NOTIFY``: the rows are published without a round through PostgreSQL's listener, and the relays
-of other processes on the same table (executor replicas) are not woken for rows that are not
-theirs to take. Should the writer die between its commit and the wake, its rows wait for a
-relay's poll (a second by default): later, never lost.
+publishes its own outbox) hands that relay the rows it wrote once the commit answered, and sends
+no ``NOTIFY``: the relay publishes them at once, without a round through PostgreSQL's listener
+nor reading them back, and marks them sent after the confirm as always; the relays of other
+processes on the same table (executor replicas) are not woken for rows that are not theirs.
+Should the writer die between its commit and the hand-over, its rows wait for a relay's poll (a
+second by default): later, never lost. Should another relay's poll take a handed-over row before
+it is marked sent, the message goes out twice, and its consumer drops the copy by
+``message_id``.
 """
 
 from __future__ import annotations
@@ -71,40 +74,31 @@ def notify_channel(table: Table) -> str:
     return f"{table.schema}_outbox"
 
 
-Wake = Callable[[], None]
+#: a relay's door for rows this process committed: it publishes them without reading them back
+Offer = Callable[[list[dict[str, Any]]], None]
 #: the relays running in this process, by database and ``NOTIFY`` channel (``local_relay``)
-_LOCAL_RELAYS: dict[tuple[str, str], set[Wake]] = {}
+_LOCAL_RELAYS: dict[tuple[str, str], list[Offer]] = {}
 
 
 def _key(url: Any, table: Table) -> tuple[str, str]:
     return url.render_as_string(hide_password=True), notify_channel(table)
 
 
-def local_relay(url: Any, table: Table, wake: Wake) -> Callable[[], None]:
-    """Register a relay of this process on ``table`` of the database at ``url``: writers in a
-    unit of work call ``wake`` after their commit. Returns the call that unregisters it."""
-    woken = _LOCAL_RELAYS.setdefault(_key(url, table), set())
-    woken.add(wake)
-    return lambda: woken.discard(wake)
+def local_relay(url: Any, table: Table, offer: Offer) -> Callable[[], None]:
+    """Register a relay of this process on ``table`` of the database at ``url``: a writer in a
+    unit of work hands it the rows it wrote (with their ids) once its commit answered. Returns
+    the call that unregisters it."""
+    offers = _LOCAL_RELAYS.setdefault(_key(url, table), [])
+    offers.append(offer)
+    return lambda: offers.remove(offer)
 
 
-def _waking(conn: AsyncConnection, table: Table) -> bool:
-    """Wake this process's relays once ``conn``'s unit of work committed; ``False`` if there is
-    no unit of work or no relay here (the statement's ``NOTIFY`` wakes whoever listens)."""
+def _local(conn: AsyncConnection, table: Table) -> tuple[unit_of_work.UnitOfWork, Offer] | None:
+    """The unit of work ``conn`` belongs to and the relay here to hand its rows to, or ``None``
+    (no unit of work, or no relay in this process: the statement's ``NOTIFY`` wakes one)."""
     uow = unit_of_work.current(conn)
-    relays = _LOCAL_RELAYS.get(_key(conn.engine.url, table))
-    if uow is None or not relays:
-        return False
-
-    async def wake() -> None:
-        for each in list(relays):
-            each()
-        # let the relay take the rows before the writer carries on (its answer, its ack, its
-        # log line): the messages are what the next hop waits for
-        await asyncio.sleep(0)
-
-    uow.after_commit(wake)
-    return True
+    offers = _LOCAL_RELAYS.get(_key(conn.engine.url, table))
+    return (uow, offers[0]) if uow is not None and offers else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +139,10 @@ def enqueue_statement(
     notify: bool = True,
 ) -> Executable:
     """ONE statement: ``change`` (the state change the messages announce, an INSERT or UPDATE
-    run as a ``WITH`` part), the messages' outbox rows, and (``notify``) a ``NOTIFY`` to the
-    relay if a row was written — so a state change and its messages cannot be committed one
-    without the other, and cost one round trip.
+    run as a ``WITH`` part), the messages' outbox rows, and a ``NOTIFY`` to the relay if a row
+    was written — so a state change and its messages cannot be committed one without the other,
+    and cost one round trip. Without ``notify`` it answers the written rows' ``id, message_id``
+    instead (for a relay of the writer's own process).
 
     A message id already in the outbox is left alone, or with ``resend`` marked unsent again
     (the same message published once more, under its own id).
@@ -162,11 +157,11 @@ def enqueue_statement(
         )
     else:
         insert = insert.on_conflict_do_nothing(index_elements=[table.c.message_id])
-    written = insert.returning(table.c.id).cte("written")
-    # a data-modifying WITH part runs to completion whether or not the query reads it
-    signal = func.pg_notify(notify_channel(table), "") if notify else func.count()
-    statement = select(signal).select_from(written)
-    statement = statement.limit(1) if notify else statement
+    written = insert.returning(table.c.id, table.c.message_id).cte("written")
+    if notify:
+        statement = select(func.pg_notify(notify_channel(table), "")).select_from(written).limit(1)
+    else:  # the rows written (a conflicting id left alone is not among them)
+        statement = select(written.c.id, written.c.message_id)
     if change is not None:
         statement = statement.add_cte(change.cte("change"))
     return statement
@@ -182,15 +177,35 @@ async def enqueue(
     hold: Hold | None = None,
 ) -> None:
     """Write ``messages`` (and the ``change`` they announce) in the caller's transaction, in one
-    round trip (``enqueue_statement``); a relay of this process is woken after the commit, else
-    the ``NOTIFY`` wakes one. With ``hold`` (a negative control) no row is written: the change
-    runs alone and each message is handed to ``hold``."""
+    round trip (``enqueue_statement``); a relay of this process is handed the rows after the
+    commit, else the ``NOTIFY`` wakes one. With ``hold`` (a negative control) no row is
+    written: the change runs alone and each message is handed to ``hold``."""
     if hold is not None:
         if change is not None:
             await conn.execute(change)
         for out in messages:
             hold(out)
         return
-    local = bool(messages) and _waking(conn, table)
+    local = _local(conn, table) if messages else None
     statement = enqueue_statement(table, messages, change=change, resend=resend, notify=not local)
-    await conn.execute(statement)
+    result = await conn.execute(statement)
+    if local is None:
+        return
+    uow, offer = local
+    ids = {row.message_id: row.id for row in result}
+    rows = [
+        {**_row(out), "id": ids[out.message.message_id]}
+        for out in messages
+        if out.message.message_id in ids
+    ]
+
+    async def hand_over() -> None:
+        offer(rows)
+        # let the relay publish before the writer carries on (its answer, its ack, its log
+        # line): the messages are what the next hop waits for. Two turns of the loop: one for
+        # the relay to start the round, one for the round's publishes to be written.
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    if rows:
+        uow.after_commit(hand_over)

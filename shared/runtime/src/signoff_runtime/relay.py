@@ -7,18 +7,21 @@ lost. Publishing to a routing key with no binding raises (``on_return_raises``) 
 in the outbox with its error. Every message carries the relay's broker user in ``user_id``
 (RabbitMQ checks it; consumers require it).
 
-The relay wakes when a writer of its own process has committed rows (``outbox.local_relay``), on
-``NOTIFY`` (sent by another process's writing statement, so it fires at commit; heard on a
-connection that does nothing else), and polls slowly as a safety net. Several relays may run: a
-round takes its rows under a lease (``relay_rows``: one statement, no transaction held open while
-the broker confirms), so a row the relay was woken for is published after one round trip to the
-database. Rounds overlap: the next round takes and publishes new rows while earlier ones still
-wait for their confirms (at most ``rounds`` at once), so a slow confirm holds back no later row.
+A writer of the relay's own process hands it the rows it has committed (``offer``,
+``outbox.local_relay``), which it publishes at once without reading them back. Rows written
+elsewhere wake it by ``NOTIFY`` (sent by the writing statement, so it fires at commit; heard on a
+connection that does nothing else), and it polls slowly as a safety net. Several relays may run:
+a round takes its rows under a lease (``relay_rows``: one statement, no transaction held open
+while the broker confirms), so a row the relay was woken for is published after one round trip
+to the database. Rounds overlap: the next round takes and publishes new rows while earlier ones
+still wait for their confirms (at most ``rounds`` at once), so a slow confirm holds back no later
+row.
 
-Each round that took rows is a span of its own (``outbox.relay <schema>``, no parent): it starts
-when the ``NOTIFY`` that woke it arrived, and marks when the round began, selected its rows,
-published them and had every confirm; it ends once they are marked sent, and names the message
-ids it carried (``signoff.outbox.message_ids``) — the timeline of one approval reads them.
+Each round is a span of its own (``outbox.relay <schema>``, no parent): it starts when the
+hand-over or the ``NOTIFY`` that woke it arrived, and marks when the round began, had its rows
+(``selected``: taken, or at once when handed over), published them and had every confirm; it
+ends once they are marked sent, and names the message ids it carried
+(``signoff.outbox.message_ids``) — the timeline of one approval reads them.
 
 (Over 300 lines: the loop, its overlapping rounds and their spans are one mechanism; the
 statements are ``relay_rows``.)
@@ -29,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import aio_pika
@@ -49,7 +53,7 @@ from signoff_runtime.metrics import (
     OUTBOX_UNSENT,
 )
 from signoff_runtime.outbox import local_relay, notify_channel
-from signoff_runtime.relay_rows import RelayRows
+from signoff_runtime.relay_rows import RelayRows, Row
 from signoff_runtime.settings import broker_user
 from signoff_runtime.topology import Topology
 
@@ -111,14 +115,20 @@ class OutboxRelay:
         self._batch = batch
         self._poll_s = poll_s
         self._timeout = publish_timeout_s
-        #: a taken row is another relay's again after this long: a round lasts at most about
-        #: one publish timeout, and a relay that died holding rows is waited for no longer
-        self._lease_s = 3 * publish_timeout_s
+        #: a taken row is another relay's again after this long: a round lasts about one publish
+        #: timeout at most (one outlasting its lease costs a deduplicated second publish), and a
+        #: relay that died holding rows is waited for no longer
+        self._lease_s = publish_timeout_s + 5.0
         self._rounds = asyncio.Semaphore(rounds)
         self._in_flight: set[asyncio.Task[None]] = set()
         #: an error no round should meet (a bug): ``run`` raises it
         self._broken: BaseException | None = None
         self._rows: RelayRows | None = None
+        #: rows this process's writers handed over (``offer``), waiting for a round; and the ids
+        #: of the rows in a round now: neither is taken again, nor handed over twice
+        self._offered: list[Row] = []
+        self._offered_ns: int | None = None
+        self._busy: set[int] = set()
         self._listener: asyncpg.Connection | None = None
         self._wake = asyncio.Event()
         #: when the first NOTIFY since the last round began arrived (ns since the epoch)
@@ -129,8 +139,13 @@ class OutboxRelay:
 
     async def run(self) -> None:
         connection = await failover.connect_robust(self._amqp_url)
-        # this process's writers wake the relay themselves after their commit (``outbox``)
-        unregister = local_relay(self._engine.url, self._table, self._notified)
+        # this process's writers hand their rows over after their commit (``outbox``)
+        # (not the negative control's relay, which must take every row it publishes)
+        unregister = (
+            local_relay(self._engine.url, self._table, self.offer)
+            if not self._mark_before_confirm
+            else lambda: None
+        )
         measure_at = 0.0
         try:
             while True:
@@ -165,6 +180,16 @@ class OutboxRelay:
             while await self._drain_marking_first() == self._batch:
                 pass
             return
+        while self._offered:
+            await self._rounds.acquire()
+            rows, self._offered = self._offered[: self._batch], self._offered[self._batch :]
+            rows = [row for row in rows if row.id not in self._busy]  # a take had it already
+            if not rows:
+                self._rounds.release()
+                continue
+            began = time.time_ns()
+            start, self._offered_ns = self._offered_ns or began, None
+            self._start(rows, self._span(rows, start, began, handed=True))
         while True:
             await self._rounds.acquire()
             try:
@@ -175,14 +200,32 @@ class OutboxRelay:
             if taken is None:
                 self._rounds.release()
                 return
-            task = asyncio.create_task(self._deliver(*taken))
-            self._in_flight.add(task)
-            task.add_done_callback(self._delivered)
+            self._start(*taken)
             if len(taken[0]) < self._batch:
                 return
 
-    def _delivered(self, task: asyncio.Task[None]) -> None:
+    def offer(self, rows: list[dict[str, Any]]) -> None:
+        """Rows a writer of this process has just committed: publish them without reading them
+        back (``outbox.local_relay``)."""
+        self._offered.extend(Row(row) for row in rows)
+        if self._offered_ns is None:
+            self._offered_ns = time.time_ns()
+        self._wake.set()
+
+    def _start(self, rows: list[Any], span: trace.Span) -> None:
+        """A round of its own for ``rows`` (the caller holds one of ``_rounds`` for it), its
+        publishes started here: they go out at the loop's next turn, not one after that."""
+        ids = {row.id for row in rows}
+        self._busy |= ids
+        span.add_event("publishing")
+        publishes = [asyncio.ensure_future(self._publish(row)) for row in rows]
+        task = asyncio.create_task(self._deliver(rows, span, publishes))
+        self._in_flight.add(task)
+        task.add_done_callback(lambda done: self._delivered(done, ids))
+
+    def _delivered(self, task: asyncio.Task[None], ids: set[int]) -> None:
         self._in_flight.discard(task)
+        self._busy -= ids
         self._rounds.release()
         if task.cancelled() or (exc := task.exception()) is None:
             return
@@ -263,18 +306,29 @@ class OutboxRelay:
         assert self._rows is not None, "_connect() opens the connection"
         began = time.time_ns()
         notified, self._notified_ns = self._notified_ns, None
-        rows = await self._rows.take(self._batch)
-        return (rows, self._span(rows, notified or began, began)) if rows else None
+        besides = sorted(self._busy | {row.id for row in self._offered})
+        rows = await self._rows.take(self._batch, besides)
+        if not rows:
+            return None
+        taken = {row.id for row in rows}  # handed over while the take ran: published once
+        self._offered = [row for row in self._offered if row.id not in taken]
+        return rows, self._span(rows, notified or began, began)
 
-    async def _deliver(self, rows: list[Any], span: trace.Span) -> None:
-        """Publish ``rows``, wait for every confirm, mark them. A round cut short (cancelled, or
-        its marking failed) hands its rows back at once instead of holding their lease."""
+    async def _deliver(
+        self,
+        rows: list[Any],
+        span: trace.Span,
+        publishes: Sequence[asyncio.Future[None]] | None = None,
+    ) -> None:
+        """Publish ``rows`` (or wait for ``publishes`` of them already started), wait for every
+        confirm, mark them. A round cut short (cancelled, or its marking failed) hands its rows
+        back at once instead of holding their lease."""
         conn = self._rows  # the connection that took them (``run`` may replace it meanwhile)
         try:
-            span.add_event("publishing")
-            results = await asyncio.gather(
-                *(self._publish(row) for row in rows), return_exceptions=True
-            )
+            if publishes is None:
+                span.add_event("publishing")
+                publishes = [asyncio.ensure_future(self._publish(row)) for row in rows]
+            results = await asyncio.gather(*publishes, return_exceptions=True)
             span.add_event("confirmed")
             sent = [row.id for row, res in zip(rows, results, strict=True) if res is None]
             failed = [
@@ -291,8 +345,8 @@ class OutboxRelay:
         finally:
             span.end()
 
-    def _span(self, rows: Any, start: int, began: int) -> trace.Span:
-        """The round's span (a root: it serves many traces), from the NOTIFY that woke it."""
+    def _span(self, rows: Any, start: int, began: int, *, handed: bool = False) -> trace.Span:
+        """The round's span (a root: it serves many traces), from the wake or hand-over."""
         span = _TRACER.start_span(
             f"outbox.relay {self._table.schema}",
             context=otel_context.Context(),
@@ -300,6 +354,7 @@ class OutboxRelay:
             attributes={
                 "signoff.outbox.schema": str(self._table.schema),
                 "signoff.outbox.message_ids": [row.message_id for row in rows],
+                "signoff.outbox.handed_over": handed,
             },
         )
         span.add_event("began", timestamp=began)

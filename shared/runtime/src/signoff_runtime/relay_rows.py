@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -40,7 +41,8 @@ class RelayRows:
         self._take = (
             f"UPDATE {table} SET available_at = now() + make_interval(secs => $2) "  # noqa: S608
             f"WHERE id IN (SELECT id FROM {table} WHERE sent_at IS NULL AND available_at <= now() "
-            f"ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING {COLUMNS}"
+            "AND id <> ALL($3::bigint[]) ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) "
+            f"RETURNING {COLUMNS}"
         )
         self._mark = (
             f"UPDATE {table} SET sent_at = now(), attempts = attempts + 1 "  # noqa: S608
@@ -71,17 +73,18 @@ class RelayRows:
     def closed(self) -> bool:
         return bool(self.conn.is_closed())
 
-    async def take(self, batch: int) -> list[Any]:
-        """Lease up to ``batch`` due rows, oldest first (``headers`` as a dict)."""
+    async def take(self, batch: int, besides: list[int]) -> list[Any]:
+        """Lease up to ``batch`` due rows, oldest first, none of ``besides`` (rows this relay is
+        publishing already, handed over by their writer)."""
         async with self._lock:
-            rows = await self.conn.fetch(self._take, batch, self._lease_s)
-        return sorted((_Row(r) for r in rows), key=lambda row: row.id)
+            rows = await self.conn.fetch(self._take, batch, self._lease_s, besides)
+        return sorted((Row(r) for r in rows), key=lambda row: row.id)
 
     async def take_marking_sent(self, batch: int) -> list[Any]:
         """The negative control's take: the rows are committed as sent before any publish."""
         async with self._lock:
             rows = await self.conn.fetch(self._take_marking_sent, batch)
-        return sorted((_Row(r) for r in rows), key=lambda row: row.id)
+        return sorted((Row(r) for r in rows), key=lambda row: row.id)
 
     async def mark(self, ids: list[int]) -> None:
         async with self._lock:
@@ -99,8 +102,9 @@ class RelayRows:
         await self.conn.close()
 
 
-class _Row:
-    """A taken row, read like SQLAlchemy's rows (``row.message_id``)."""
+class Row:
+    """A row to publish (taken, or handed over by its writer as ``outbox`` makes it), read like
+    SQLAlchemy's rows (``row.message_id``); ``headers`` as a dict."""
 
     __slots__ = (
         "body",
@@ -113,7 +117,7 @@ class _Row:
         "routing_key",
     )
 
-    def __init__(self, record: asyncpg.Record) -> None:
+    def __init__(self, record: Mapping[str, Any] | asyncpg.Record) -> None:
         self.id = int(record["id"])
         self.message_id = record["message_id"]
         self.exchange = record["exchange"]
