@@ -147,10 +147,20 @@ def enqueue_statement(
     A message id already in the outbox is left alone, or with ``resend`` marked unsent again
     (the same message published once more, under its own id).
     """
-    if not messages:
+    return _statement(table, [_row(out) for out in messages], change, resend, notify)
+
+
+def _statement(
+    table: Table,
+    rows: list[dict[str, Any]],
+    change: UpdateBase | None,
+    resend: bool,
+    notify: bool,
+) -> Executable:
+    if not rows:
         assert change is not None, "nothing to write"
         return change
-    insert = insert_rows(table, [_row(out) for out in messages])
+    insert = insert_rows(table, rows)
     if resend:
         insert = insert.on_conflict_do_update(
             index_elements=[table.c.message_id], set_={"sent_at": None, "available_at": func.now()}
@@ -186,18 +196,14 @@ async def enqueue(
         for out in messages:
             hold(out)
         return
-    local = _local(conn, table) if messages else None
-    statement = enqueue_statement(table, messages, change=change, resend=resend, notify=not local)
-    result = await conn.execute(statement)
+    made = [_row(out) for out in messages]
+    local = _local(conn, table) if made else None
+    result = await conn.execute(_statement(table, made, change, resend, notify=local is None))
     if local is None:
         return
     uow, offer = local
     ids = {row.message_id: row.id for row in result}
-    rows = [
-        {**_row(out), "id": ids[out.message.message_id]}
-        for out in messages
-        if out.message.message_id in ids
-    ]
+    rows = [{**row, "id": ids[row["message_id"]]} for row in made if row["message_id"] in ids]
 
     async def hand_over() -> None:
         offer(rows)

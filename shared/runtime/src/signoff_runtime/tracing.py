@@ -29,7 +29,8 @@ Where the spans come from:
 - **Statements and outgoing calls**, when exporting by ``otlp`` or ``console``: asyncpg's
   instrumentation (a span per statement) and httpx's (the model's and the providers' calls).
   They are left out when nothing is exported, because they cost on every statement, and with
-  ``jsonl``, whose reader times hops, not statements, and must not be slowed by what it reads.
+  ``jsonl``, whose reader times hops, not statements, and must not be slowed by what it reads
+  (``SIGNOFF_TRACES_STATEMENTS=1`` adds them there too: a diagnosis, not a measurement).
 """
 
 from __future__ import annotations
