@@ -206,8 +206,10 @@ class OutboxRelay:
 
     def offer(self, rows: list[dict[str, Any]]) -> None:
         """Rows a writer of this process has just committed: publish them without reading them
-        back (``outbox.local_relay``)."""
-        self._offered.extend(Row(row) for row in rows)
+        back (``outbox.local_relay``). While the relay cannot keep up (or cannot reach its
+        table) it keeps at most ten batches in hand; the rest it takes from the table later."""
+        room = 10 * self._batch - len(self._offered)
+        self._offered.extend(Row(row) for row in rows[: max(0, room)])
         if self._offered_ns is None:
             self._offered_ns = time.time_ns()
         self._wake.set()
