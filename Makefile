@@ -8,7 +8,7 @@ PACKAGES := shared/contracts shared/runtime shared/conformance cli client \
 	services/proposals services/executor services/reconciler services/agent web
 PYPROJECTS := $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
 
-.PHONY: run test check install services requirements lint types schemas bench soak faults
+.PHONY: run test check install services requirements lint types schemas bench soak faults timeline
 
 $(VENV)/.installed: requirements/requirements.txt requirements/bootstrap.txt $(PYPROJECTS)
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -43,6 +43,12 @@ bench: install services
 ## committed open-loop result; BENCH_SOAK_SAMPLE_S, default 60)
 soak: install services
 	PYTHONPATH=bench $(PY) -m signoff_bench.soak
+
+## timeline: one approval at a time, each hop's time from the services' spans and the database's
+## clock (BENCH_TIMELINE_N, default 200; BENCH_TIMELINE_WARMUP, 10; BENCH_TIMELINE_GAP_MS, 50);
+## prints the table. `PYTHONPATH=bench $(PY) -m signoff_bench.timeline REF ...`: commits side by side
+timeline: install services
+	PYTHONPATH=bench $(PY) -m signoff_bench.timeline
 
 ## faults: the long fault-injection run (every scenario and negative control, SIGNOFF_FAULTS_*
 ## sizes and seed); writes its results table into docs/reliability.md

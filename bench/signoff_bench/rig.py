@@ -12,7 +12,7 @@ import contextlib
 import secrets
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,8 +60,11 @@ class Rig:
 
 
 @asynccontextmanager
-async def rig(config: BenchConfig, *, sides: bool = True) -> AsyncIterator[Rig]:
-    """``sides=False``: signoff alone (the soak run); the raw program and LangGraph not started."""
+async def rig(
+    config: BenchConfig, *, sides: bool = True, env: Mapping[str, str] | None = None
+) -> AsyncIterator[Rig]:
+    """``sides=False``: signoff alone (the soak run, the timeline); the raw program and LangGraph
+    not started. ``env`` is added to signoff's processes' environment (the timeline's exporter)."""
     with ExitStack() as exits:
         pg_url, amqp_url = servers.postgres_url(exits), servers.amqp_url(exits)
     started = time.monotonic()
@@ -75,6 +78,7 @@ async def rig(config: BenchConfig, *, sides: bool = True) -> AsyncIterator[Rig]:
     stack = SignoffStack(
         db.url, amqp_url, f"b{secrets.token_hex(4)}", log_dir, config.provider_delay_ms
     )
+    stack.env.update(env or {})
     raw = RawSide(db, amqp_url, log_dir, loader, probe)
     peer = PeerSide(db, log_dir, loader, probe, config.peer_processes)
     try:

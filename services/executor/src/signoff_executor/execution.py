@@ -34,7 +34,7 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AnyOperation, AttemptRef, Directory, EffectUncertain
 from signoff_contracts.outcomes import OperationOutcome, TerminalFailure
 from signoff_contracts.v1 import ExecutionContract
-from signoff_runtime import execution, signing, unit_of_work
+from signoff_runtime import execution, signing, tracing, unit_of_work
 from signoff_runtime.consumer import PermanentError
 from signoff_runtime.execution import Admitted, External
 from signoff_runtime.providers import Providers
@@ -182,6 +182,7 @@ class _ContractLedger:
     async def admit(self, conn: AsyncConnection, op: AnyOperation) -> Admitted | Step:
         executor, contract = self.executor, self.contract
         row = await repository.claim(conn, contract)
+        tracing.event("contract.claimed")
         if executor._no_dedup:  # SIGNOFF_UNSAFE__NO_DEDUP: whatever the row says, run it again
             row = replace(row, status="started")
         if row.status == "done":

@@ -39,6 +39,8 @@ from signoff_contracts.operations import (
 from signoff_contracts.outcomes import OperationOutcome, RevisionRequired, Succeeded
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from signoff_runtime import tracing
+
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 R = TypeVar("R")
@@ -150,6 +152,7 @@ async def _first(op: AnyOperation, ledger: Ledger[T], conn: AsyncConnection) -> 
         return await ledger.conclude(conn, RevisionRequired(reason=reason), None)
     if isinstance(op, LocalOperation):
         result = await op.execute(arguments, scope, ctx, conn)
+        tracing.event("operation.executed")
         return await ledger.conclude(conn, Succeeded(result=result.model_dump(mode="json")), None)
     attempt = await cast(External, op).begin_attempt(arguments, scope, ctx, conn)
     return await ledger.attempting(conn, attempt, arguments)

@@ -4,10 +4,21 @@ A state change and the messages it must cause are written in one transaction —
 where the writer has the change at hand: ``enqueue_statement`` is the only place outbox rows are
 made, and every service writes through it. The statement also sends a ``NOTIFY`` (delivered at
 commit) that wakes the relay (``signoff_runtime.relay``), which publishes the rows.
+
+A writer inside a unit of work whose own process runs a relay on the same table (every service
+publishes its own outbox) hands that relay the rows it wrote once the commit answered, and sends
+no ``NOTIFY``: the relay publishes them at once, without a round through PostgreSQL's listener
+nor reading them back, and marks them sent after the confirm as always; the relays of other
+processes on the same table (executor replicas) are not woken for rows that are not theirs.
+Should the writer die between its commit and the hand-over, its rows wait for a relay's poll (a
+second by default): later, never lost. Should another relay's poll take a handed-over row before
+it is marked sent, the message goes out twice, and its consumer drops the copy by
+``message_id``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.dml import UpdateBase
 
-from signoff_runtime import tracing
+from signoff_runtime import tracing, unit_of_work
 from signoff_runtime.bulk import insert_rows
 
 
@@ -61,6 +72,33 @@ def outbox_table(metadata: MetaData, schema: str) -> Table:
 
 def notify_channel(table: Table) -> str:
     return f"{table.schema}_outbox"
+
+
+#: a relay's door for rows this process committed: it publishes them without reading them back
+Offer = Callable[[list[dict[str, Any]]], None]
+#: the relays running in this process, by database and ``NOTIFY`` channel (``local_relay``)
+_LOCAL_RELAYS: dict[tuple[str, str], list[Offer]] = {}
+
+
+def _key(url: Any, table: Table) -> tuple[str, str]:
+    return url.render_as_string(hide_password=True), notify_channel(table)
+
+
+def local_relay(url: Any, table: Table, offer: Offer) -> Callable[[], None]:
+    """Register a relay of this process on ``table`` of the database at ``url``: a writer in a
+    unit of work hands it the rows it wrote (with their ids) once its commit answered. Returns
+    the call that unregisters it."""
+    offers = _LOCAL_RELAYS.setdefault(_key(url, table), [])
+    offers.append(offer)
+    return lambda: offers.remove(offer)
+
+
+def _local(conn: AsyncConnection, table: Table) -> tuple[unit_of_work.UnitOfWork, Offer] | None:
+    """The unit of work ``conn`` belongs to and the relay here to hand its rows to, or ``None``
+    (no unit of work, or no relay in this process: the statement's ``NOTIFY`` wakes one)."""
+    uow = unit_of_work.current(conn)
+    offers = _LOCAL_RELAYS.get(_key(conn.engine.url, table))
+    return (uow, offers[0]) if uow is not None and offers else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,27 +136,42 @@ def enqueue_statement(
     *,
     change: UpdateBase | None = None,
     resend: bool = False,
+    notify: bool = True,
 ) -> Executable:
     """ONE statement: ``change`` (the state change the messages announce, an INSERT or UPDATE
     run as a ``WITH`` part), the messages' outbox rows, and a ``NOTIFY`` to the relay if a row
     was written — so a state change and its messages cannot be committed one without the other,
-    and cost one round trip.
+    and cost one round trip. Without ``notify`` it answers the written rows' ``id, message_id``
+    instead (for a relay of the writer's own process).
 
     A message id already in the outbox is left alone, or with ``resend`` marked unsent again
     (the same message published once more, under its own id).
     """
-    if not messages:
+    return _statement(table, [_row(out) for out in messages], change, resend, notify)
+
+
+def _statement(
+    table: Table,
+    rows: list[dict[str, Any]],
+    change: UpdateBase | None,
+    resend: bool,
+    notify: bool,
+) -> Executable:
+    if not rows:
         assert change is not None, "nothing to write"
         return change
-    insert = insert_rows(table, [_row(out) for out in messages])
+    insert = insert_rows(table, rows)
     if resend:
         insert = insert.on_conflict_do_update(
             index_elements=[table.c.message_id], set_={"sent_at": None, "available_at": func.now()}
         )
     else:
         insert = insert.on_conflict_do_nothing(index_elements=[table.c.message_id])
-    written = insert.returning(table.c.id).cte("written")
-    statement = select(func.pg_notify(notify_channel(table), "")).select_from(written).limit(1)
+    written = insert.returning(table.c.id, table.c.message_id).cte("written")
+    if notify:
+        statement = select(func.pg_notify(notify_channel(table), "")).select_from(written).limit(1)
+    else:  # the rows written (a conflicting id left alone is not among them)
+        statement = select(written.c.id, written.c.message_id)
     if change is not None:
         statement = statement.add_cte(change.cte("change"))
     return statement
@@ -134,12 +187,31 @@ async def enqueue(
     hold: Hold | None = None,
 ) -> None:
     """Write ``messages`` (and the ``change`` they announce) in the caller's transaction, in one
-    round trip (``enqueue_statement``). With ``hold`` (a negative control) no row is written:
-    the change runs alone and each message is handed to ``hold``."""
+    round trip (``enqueue_statement``); a relay of this process is handed the rows after the
+    commit, else the ``NOTIFY`` wakes one. With ``hold`` (a negative control) no row is
+    written: the change runs alone and each message is handed to ``hold``."""
     if hold is not None:
         if change is not None:
             await conn.execute(change)
         for out in messages:
             hold(out)
         return
-    await conn.execute(enqueue_statement(table, messages, change=change, resend=resend))
+    made = [_row(out) for out in messages]
+    local = _local(conn, table) if made else None
+    result = await conn.execute(_statement(table, made, change, resend, notify=local is None))
+    if local is None:
+        return
+    uow, offer = local
+    ids = {row.message_id: row.id for row in result}
+    rows = [{**row, "id": ids[row["message_id"]]} for row in made if row["message_id"] in ids]
+
+    async def hand_over() -> None:
+        offer(rows)
+        # let the relay publish before the writer carries on (its answer, its ack, its log
+        # line): the messages are what the next hop waits for. Two turns of the loop: one for
+        # the relay to start the round, one for the round's publishes to be written.
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    if rows:
+        uow.after_commit(hand_over)

@@ -7,8 +7,24 @@ lost. Publishing to a routing key with no binding raises (``on_return_raises``) 
 in the outbox with its error. Every message carries the relay's broker user in ``user_id``
 (RabbitMQ checks it; consumers require it).
 
-The relay wakes on ``NOTIFY`` (sent by the writing statement, so it fires at commit) and polls
-slowly as a safety net. Several relays may run: rows are taken with ``FOR UPDATE SKIP LOCKED``.
+A writer of the relay's own process hands it the rows it has committed (``offer``,
+``outbox.local_relay``), which it publishes at once without reading them back. Rows written
+elsewhere wake it by ``NOTIFY`` (sent by the writing statement, so it fires at commit; heard on a
+connection that does nothing else), and it polls slowly as a safety net. Several relays may run:
+a round takes its rows under a lease (``relay_rows``: one statement, no transaction held open
+while the broker confirms), so a row the relay was woken for is published after one round trip
+to the database. Rounds overlap: the next round takes and publishes new rows while earlier ones
+still wait for their confirms (at most ``rounds`` at once), so a slow confirm holds back no later
+row.
+
+Each round is a span of its own (``outbox.relay <schema>``, no parent): it starts when the
+hand-over or the ``NOTIFY`` that woke it arrived, and marks when the round began, had its rows
+(``selected``: taken, or at once when handed over), published them and had every confirm; it
+ends once they are marked sent, and names the message ids it carried
+(``signoff.outbox.message_ids``) — the timeline of one approval reads them.
+
+(Over 300 lines: the loop, its overlapping rounds and their spans are one mechanism; the
+statements are ``relay_rows``.)
 """
 
 from __future__ import annotations
@@ -16,13 +32,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import aio_pika
 import asyncpg
 import structlog
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 from sqlalchemy import Table, text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_runtime import failover
 from signoff_runtime.db import asyncpg_dsn
@@ -33,11 +52,20 @@ from signoff_runtime.metrics import (
     OUTBOX_RELAY_HEARTBEAT,
     OUTBOX_UNSENT,
 )
-from signoff_runtime.outbox import notify_channel
+from signoff_runtime.outbox import local_relay, notify_channel
+from signoff_runtime.relay_rows import RelayRows, Row
 from signoff_runtime.settings import broker_user
 from signoff_runtime.topology import Topology
 
 log = structlog.get_logger(__name__)
+_TRACER = trace.get_tracer(__name__)
+#: what a round may meet that the next round recovers from (a lost connection, a closed channel)
+_PASSING = (
+    OSError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    aio_pika.exceptions.AMQPError,
+)
 
 
 def persistent_message(
@@ -76,6 +104,7 @@ class OutboxRelay:
         batch: int = 200,
         poll_s: float = 1.0,
         publish_timeout_s: float = 10.0,
+        rounds: int = 4,
         mark_before_confirm: bool = False,
     ) -> None:
         self._engine = engine
@@ -86,34 +115,136 @@ class OutboxRelay:
         self._batch = batch
         self._poll_s = poll_s
         self._timeout = publish_timeout_s
+        #: a taken row is another relay's again after this long: a round lasts about one publish
+        #: timeout at most (one outlasting its lease costs a deduplicated second publish), and a
+        #: relay that died holding rows is waited for no longer
+        self._lease_s = publish_timeout_s + 5.0
+        self._rounds = asyncio.Semaphore(rounds)
+        self._in_flight: set[asyncio.Task[None]] = set()
+        #: an error no round should meet (a bug): ``run`` raises it
+        self._broken: BaseException | None = None
+        self._rows: RelayRows | None = None
+        #: rows this process's writers handed over (``offer``), waiting for a round; and the ids
+        #: of the rows in a round now: neither is taken again, nor handed over twice
+        self._offered: list[Row] = []
+        self._offered_ns: int | None = None
+        self._busy: set[int] = set()
+        self._listener: asyncpg.Connection | None = None
         self._wake = asyncio.Event()
+        #: when the first NOTIFY since the last round began arrived (ns since the epoch)
+        self._notified_ns: int | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
         #: SIGNOFF_UNSAFE__MARK_SENT_BEFORE_CONFIRM, a negative control (``SIGNOFF_ENV=test`` only)
         self._mark_before_confirm = mark_before_confirm
 
     async def run(self) -> None:
         connection = await failover.connect_robust(self._amqp_url)
-        listener = await self._listen()
+        # this process's writers hand their rows over after their commit (``outbox``)
+        # (not the negative control's relay, which must take every row it publishes)
+        unregister = (
+            local_relay(self._engine.url, self._table, self.offer)
+            if not self._mark_before_confirm
+            else lambda: None
+        )
         measure_at = 0.0
         try:
             while True:
+                if self._broken is not None:
+                    raise self._broken
                 try:
                     await self._ensure_channel(connection)
-                    while await self.drain() == self._batch:
-                        pass
+                    await self._connect()
+                    await self._pump()
                     # a busy relay wakes on every commit; the lag gauges need no such rate
                     if time.monotonic() >= measure_at:
                         await self.measure()
                         measure_at = time.monotonic() + self._poll_s
-                except (OSError, asyncpg.PostgresError, aio_pika.exceptions.AMQPError) as exc:
+                except _PASSING as exc:
                     log.warning("outbox.drain_failed", schema=self._table.schema, error=str(exc))
+                    await self._disconnect()
+                # no task of its own (as ``wait_for`` would make): a wake resumes this one
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._poll_s)
+                    async with asyncio.timeout(self._poll_s):
+                        await self._wake.wait()
                 self._wake.clear()
         finally:
-            with contextlib.suppress(Exception):
-                await listener.close()
+            unregister()
+            await self._finish()
+            await self._disconnect()
             await connection.close()
+
+    async def _pump(self) -> None:
+        """Start rounds until one takes less than a full batch. Each publishes, waits for its
+        confirms and marks its rows on its own; ``_delivered`` hears how it ended."""
+        if self._mark_before_confirm:
+            while await self._drain_marking_first() == self._batch:
+                pass
+            return
+        while self._offered:
+            await self._rounds.acquire()
+            rows, self._offered = self._offered[: self._batch], self._offered[self._batch :]
+            rows = [row for row in rows if row.id not in self._busy]  # a take had it already
+            if not rows:
+                self._rounds.release()
+                continue
+            began = time.time_ns()
+            start, self._offered_ns = self._offered_ns or began, None
+            self._start(rows, self._span(rows, start, began, handed=True))
+        while True:
+            await self._rounds.acquire()
+            try:
+                taken = await self._take()
+            except BaseException:
+                self._rounds.release()
+                raise
+            if taken is None:
+                self._rounds.release()
+                return
+            self._start(*taken)
+            if len(taken[0]) < self._batch:
+                return
+
+    def offer(self, rows: list[dict[str, Any]]) -> None:
+        """Rows a writer of this process has just committed: publish them without reading them
+        back (``outbox.local_relay``). While the relay cannot keep up (or cannot reach its
+        table) it keeps at most ten batches in hand; the rest it takes from the table later."""
+        room = 10 * self._batch - len(self._offered)
+        self._offered.extend(Row(row) for row in rows[: max(0, room)])
+        if self._offered_ns is None:
+            self._offered_ns = time.time_ns()
+        self._wake.set()
+
+    def _start(self, rows: list[Any], span: trace.Span) -> None:
+        """A round of its own for ``rows`` (the caller holds one of ``_rounds`` for it), its
+        publishes started here: they go out at the loop's next turn, not one after that."""
+        ids = {row.id for row in rows}
+        self._busy |= ids
+        span.add_event("publishing")
+        publishes = [asyncio.ensure_future(self._publish(row)) for row in rows]
+        task = asyncio.create_task(self._deliver(rows, span, publishes))
+        self._in_flight.add(task)
+        task.add_done_callback(lambda done: self._delivered(done, ids))
+
+    def _delivered(self, task: asyncio.Task[None], ids: set[int]) -> None:
+        self._in_flight.discard(task)
+        self._busy -= ids
+        self._rounds.release()
+        if task.cancelled() or (exc := task.exception()) is None:
+            return
+        if isinstance(exc, _PASSING):
+            log.warning("outbox.drain_failed", schema=self._table.schema, error=str(exc))
+        else:
+            self._broken = self._broken or exc
+        self._wake.set()  # the loop reconnects, or raises what broke
+
+    async def _finish(self, timeout_s: float = 5.0) -> None:
+        """Let the rounds in flight finish (a stopping service), then cancel the rest: their
+        rows are handed back (``_deliver``) for the next relay to publish."""
+        if self._in_flight:
+            _, pending = await asyncio.wait(set(self._in_flight), timeout=timeout_s)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def _ensure_channel(self, connection: aio_pika.abc.AbstractRobustConnection) -> None:
         """A channel the broker closed (e.g. a row naming a missing exchange) is reopened, so one
@@ -121,10 +252,28 @@ class OutboxRelay:
         if self._channel is None or self._channel.is_closed:
             self._channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
 
-    async def _listen(self) -> asyncpg.Connection:
-        conn = await asyncpg.connect(asyncpg_dsn(str(self._engine.url.render_as_string(False))))
-        await conn.add_listener(notify_channel(self._table), lambda *_: self._wake.set())
-        return conn
+    async def _connect(self) -> None:
+        """The relay's two connections of its own (again, after one was lost): one only listens,
+        so a ``NOTIFY`` is heard at once; the other runs the relay's statements."""
+        dsn = asyncpg_dsn(str(self._engine.url.render_as_string(False)))
+        schema = str(self._table.schema)
+        if self._listener is None or self._listener.is_closed():
+            self._listener = await asyncpg.connect(dsn)
+            await self._listener.add_listener(notify_channel(self._table), self._notified)
+        if self._rows is None or self._rows.closed:
+            self._rows = await RelayRows.open(dsn, schema, self._lease_s, f"relay-{schema}")
+
+    async def _disconnect(self) -> None:
+        for conn in (self._listener, self._rows):
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    await conn.close()
+        self._listener = self._rows = None
+
+    def _notified(self, *_: Any) -> None:
+        if self._notified_ns is None:
+            self._notified_ns = time.time_ns()
+        self._wake.set()
 
     async def measure(self) -> None:
         """Refresh the lag gauges (one query on the unsent rows' partial index)."""
@@ -145,28 +294,44 @@ class OutboxRelay:
         OUTBOX_RELAY_HEARTBEAT.labels(schema=schema).set_to_current_time()
 
     async def drain(self) -> int:
-        """Publish one batch of due rows; return how many rows were taken."""
+        """Publish one batch of due rows and mark them; return how many rows were taken."""
         if self._mark_before_confirm:
             return await self._drain_marking_first()
-        assert self._channel is not None, "run() opens the channel"
-        schema = self._table.schema
-        async with self._engine.begin() as conn:
-            rows = (
-                await conn.execute(
-                    text(
-                        f"SELECT id, message_id, exchange, routing_key, message_type, "  # noqa: S608
-                        f"correlation_id, body, headers FROM {schema}.outbox "
-                        "WHERE sent_at IS NULL AND available_at <= now() "
-                        "ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED"
-                    ),
-                    {"n": self._batch},
-                )
-            ).all()
-            if not rows:
-                return 0
-            results = await asyncio.gather(
-                *(self._publish(row) for row in rows), return_exceptions=True
-            )
+        await self._connect()
+        taken = await self._take()
+        if taken is None:
+            return 0
+        await self._deliver(*taken)
+        return len(taken[0])
+
+    async def _take(self) -> tuple[list[Any], trace.Span] | None:
+        assert self._rows is not None, "_connect() opens the connection"
+        began = time.time_ns()
+        notified, self._notified_ns = self._notified_ns, None
+        besides = sorted(self._busy | {row.id for row in self._offered})
+        rows = await self._rows.take(self._batch, besides)
+        if not rows:
+            return None
+        taken = {row.id for row in rows}  # handed over while the take ran: published once
+        self._offered = [row for row in self._offered if row.id not in taken]
+        return rows, self._span(rows, notified or began, began)
+
+    async def _deliver(
+        self,
+        rows: list[Any],
+        span: trace.Span,
+        publishes: Sequence[asyncio.Future[None]] | None = None,
+    ) -> None:
+        """Publish ``rows`` (or wait for ``publishes`` of them already started), wait for every
+        confirm, mark them. A round cut short (cancelled, or its marking failed) hands its rows
+        back at once instead of holding their lease."""
+        conn = self._rows  # the connection that took them (``run`` may replace it meanwhile)
+        try:
+            if publishes is None:
+                span.add_event("publishing")
+                publishes = [asyncio.ensure_future(self._publish(row)) for row in rows]
+            results = await asyncio.gather(*publishes, return_exceptions=True)
+            span.add_event("confirmed")
             sent = [row.id for row, res in zip(rows, results, strict=True) if res is None]
             failed = [
                 (row.id, repr(res)[:500])
@@ -174,33 +339,47 @@ class OutboxRelay:
                 if res is not None
             ]
             await self._mark(conn, sent, failed)
-        return len(rows)
+        except BaseException:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    await conn.release([row.id for row in rows])
+            raise
+        finally:
+            span.end()
+
+    def _span(self, rows: Any, start: int, began: int, *, handed: bool = False) -> trace.Span:
+        """The round's span (a root: it serves many traces), from the wake or hand-over."""
+        span = _TRACER.start_span(
+            f"outbox.relay {self._table.schema}",
+            context=otel_context.Context(),
+            start_time=start,
+            attributes={
+                "signoff.outbox.schema": str(self._table.schema),
+                "signoff.outbox.message_ids": [row.message_id for row in rows],
+                "signoff.outbox.handed_over": handed,
+            },
+        )
+        span.add_event("began", timestamp=began)
+        span.add_event("selected")
+        return span
 
     async def _drain_marking_first(self) -> int:
         """The negative control ``SIGNOFF_UNSAFE__MARK_SENT_BEFORE_CONFIRM``: commit a batch as
         sent, then publish it. A crash (or a refused publish) before the confirm loses the message —
         exactly what ``drain`` exists to prevent."""
-        schema = self._table.schema
-        async with self._engine.begin() as conn:
-            rows = (
-                await conn.execute(
-                    text(
-                        f"UPDATE {schema}.outbox SET sent_at = now(), attempts = attempts + 1 "  # noqa: S608
-                        f"WHERE id IN (SELECT id FROM {schema}.outbox WHERE sent_at IS NULL "
-                        "AND available_at <= now() ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED) "
-                        "RETURNING id, message_id, exchange, routing_key, message_type, "
-                        "correlation_id, body, headers"
-                    ),
-                    {"n": self._batch},
-                )
-            ).all()
+        await self._connect()
+        assert self._rows is not None
+        rows = await self._rows.take_marking_sent(self._batch)
         results = await asyncio.gather(
             *(self._publish(row) for row in rows), return_exceptions=True
         )
         for row, result in zip(rows, results, strict=True):
             if result is not None:
                 log.warning(
-                    "outbox.unsafe_message_lost", schema=schema, row=row.id, error=repr(result)
+                    "outbox.unsafe_message_lost",
+                    schema=self._table.schema,
+                    row=row.id,
+                    error=repr(result),
                 )
         return len(rows)
 
@@ -220,27 +399,14 @@ class OutboxRelay:
         )
 
     async def _mark(
-        self, conn: AsyncConnection, sent: list[int], failed: list[tuple[int, str]]
+        self, rows: RelayRows | None, sent: list[int], failed: list[tuple[int, str]]
     ) -> None:
+        assert rows is not None, "_connect() opens the connection"
         schema = self._table.schema
         if sent:
-            await conn.execute(
-                text(
-                    f"UPDATE {schema}.outbox SET sent_at = now(), attempts = attempts + 1 "  # noqa: S608
-                    "WHERE id = ANY(:ids)"
-                ),
-                {"ids": sent},
-            )
+            await rows.mark(sent)
             OUTBOX_PUBLISHED.labels(schema=schema).inc(len(sent))
         for row_id, error in failed:
-            # Back off per row so one unroutable message does not spin the relay.
-            await conn.execute(
-                text(
-                    f"UPDATE {schema}.outbox SET attempts = attempts + 1, last_error = :err, "  # noqa: S608
-                    "available_at = now() + make_interval(secs => least(60, 2 ^ attempts)) "
-                    "WHERE id = :id"
-                ),
-                {"id": row_id, "err": error},
-            )
+            await rows.back_off(row_id, error)
             OUTBOX_PUBLISH_ERRORS.labels(schema=schema).inc()
             log.warning("outbox.publish_failed", schema=schema, row=row_id, error=error)

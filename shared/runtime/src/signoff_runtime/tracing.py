@@ -4,8 +4,10 @@ Every process installs the SDK's tracer provider at start (``configure``), named
 ``signoff-<service>``. Spans are always made — their ids are real, each hop has its own span id,
 and every log line carries ``trace_id``/``span_id`` — but nothing leaves the process unless the
 standard variable ``OTEL_TRACES_EXPORTER`` names an exporter: ``otlp`` (OTLP over HTTP, set up by
-the standard ``OTEL_EXPORTER_OTLP_*`` variables; compose points it at Jaeger) or ``console``.
-``OTEL_SDK_DISABLED=true`` turns spans off altogether (the API's no-op).
+the standard ``OTEL_EXPORTER_OTLP_*`` variables; compose points it at Jaeger), ``console``, or
+``jsonl`` (one compact JSON line per span, nanosecond times, into a file of each process's own in
+the folder ``SIGNOFF_TRACES_DIR``: what ``make timeline`` reads). ``OTEL_SDK_DISABLED=true`` turns
+spans off altogether (the API's no-op).
 
 Where the spans come from:
 
@@ -20,19 +22,27 @@ Where the spans come from:
   consumer's span is that span's child although the relay publishes it later — the contract
   continues the trace of the proposal it came from (its approval is a request, and a trace, of
   its own), the outcome the executor's, and so on back to the agent's hand-back.
-- **Statements and outgoing calls**, when exporting: asyncpg's instrumentation (a span per
-  statement) and httpx's (the model's and the providers' calls). They are left out when nothing
-  is exported, because they cost on every statement.
+- **Moments inside a span** (``event``): a transaction committed (``unit_of_work``), a contract
+  claimed and executed (the executor), and each outbox relay round is a span of its own
+  (``relay``: woken, rows selected, published, confirmed, marked sent) naming the message ids it
+  carried. An event on a span that is not recorded costs nothing.
+- **Statements and outgoing calls**, when exporting by ``otlp`` or ``console``: asyncpg's
+  instrumentation (a span per statement) and httpx's (the model's and the providers' calls).
+  They are left out when nothing is exported, because they cost on every statement, and with
+  ``jsonl``, whose reader times hops, not statements, and must not be slowed by what it reads
+  (``SIGNOFF_TRACES_STATEMENTS=1`` adds them there too: a diagnosis, not a measurement).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
-from collections.abc import Iterator, MutableMapping
-from typing import Any
+from collections.abc import Iterator, MutableMapping, Sequence
+from pathlib import Path
+from typing import IO, Any
 
 from fastapi import FastAPI
 from faststream.rabbit.opentelemetry import RabbitTelemetryMiddleware
@@ -56,9 +66,9 @@ def configure(service: str) -> None:
     from opentelemetry.sdk.trace import TracerProvider
 
     provider = TracerProvider(resource=Resource.create({"service.name": f"signoff-{service}"}))
-    exporting = _add_exporter(provider)
+    exporting, statements = _add_exporter(provider, service)
     trace.set_tracer_provider(provider)
-    if exporting:
+    if statements:
         from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
         from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 
@@ -76,7 +86,8 @@ def _disabled() -> bool:
     return os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
 
 
-def _add_exporter(provider: Any) -> bool:
+def _add_exporter(provider: Any, service: str) -> tuple[bool, bool]:
+    """Add the exporters ``OTEL_TRACES_EXPORTER`` names: (any added, statements instrumented)."""
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
     names = {n.strip() for n in os.environ.get("OTEL_TRACES_EXPORTER", "none").split(",")}
@@ -89,9 +100,46 @@ def _add_exporter(provider: Any) -> bool:
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
         exporters.append(ConsoleSpanExporter())
+    # SIGNOFF_TRACES_STATEMENTS=1: statement spans with jsonl too (a diagnosis, not a measurement)
+    statements = bool(exporters) or os.environ.get("SIGNOFF_TRACES_STATEMENTS") == "1"
+    if "jsonl" in names:
+        exporters.append(_jsonl_exporter(service))
     for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
-    return bool(exporters)
+    return bool(exporters), statements
+
+
+def _jsonl_exporter(service: str) -> Any:
+    """Spans as JSON lines in ``$SIGNOFF_TRACES_DIR/<service>-<pid>.jsonl`` (one file per
+    process, so no two writers share one; written from the batch processor's thread)."""
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    folder = Path(os.environ.get("SIGNOFF_TRACES_DIR") or ".")
+    folder.mkdir(parents=True, exist_ok=True)
+    out: IO[str] = (folder / f"{service}-{os.getpid()}.jsonl").open("a", encoding="utf-8")
+    return ConsoleSpanExporter(out=out, formatter=span_line)
+
+
+def span_line(span: Any) -> str:
+    """One span as a compact JSON line: ids, name, times (ns since the epoch), its attributes,
+    and its events as ``[name, time]`` pairs."""
+    ctx = span.get_span_context()
+    found = {
+        "service": span.resource.attributes.get("service.name"),
+        "name": span.name,
+        "trace_id": format(ctx.trace_id, "032x"),
+        "span_id": format(ctx.span_id, "016x"),
+        "parent_id": format(span.parent.span_id, "016x") if span.parent else None,
+        "start": span.start_time,
+        "end": span.end_time,
+        "attributes": {k: _plain(v) for k, v in (span.attributes or {}).items()},
+        "events": [[e.name, e.timestamp] for e in span.events],
+    }
+    return json.dumps(found, separators=(",", ":")) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, Sequence) and not isinstance(value, str) else value
 
 
 def flush(timeout_ms: int = 5_000) -> None:
@@ -134,6 +182,11 @@ class TraceparentResponse:
             await send(message)
 
         await self.app(scope, receive, send_with_trace)
+
+
+def event(name: str) -> None:
+    """Mark a moment on the current span (a no-op outside a recorded span)."""
+    trace.get_current_span().add_event(name)
 
 
 def headers() -> dict[str, str]:

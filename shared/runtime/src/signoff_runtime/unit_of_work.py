@@ -23,6 +23,7 @@ on a fresh connection whether the transaction did commit (the executor re-reads 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import TypeVar
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from signoff_runtime import tracing
 from signoff_runtime.metrics import COMMITS_IN_DOUBT
 
 log = structlog.get_logger(__name__)
@@ -38,6 +40,19 @@ T = TypeVar("T")
 
 AfterCommit = Callable[[], Awaitable[None] | None]
 Landed = Callable[[AsyncConnection], Awaitable[bool]]
+
+
+#: the unit of work the current task is inside, if any (``current``)
+_CURRENT: contextvars.ContextVar[UnitOfWork | None] = contextvars.ContextVar(
+    "signoff_unit_of_work", default=None
+)
+
+
+def current(conn: AsyncConnection) -> UnitOfWork | None:
+    """The unit of work whose transaction ``conn`` is, if the current task is inside one: what
+    is written on it commits with it, and ``after_commit`` runs once it did."""
+    uow = _CURRENT.get()
+    return uow if uow is not None and uow.conn is conn else None
 
 
 @dataclass(eq=False)
@@ -68,14 +83,18 @@ async def unit_of_work(
     try:
         transaction = await conn.begin()
         uow = UnitOfWork(conn)
+        token = _CURRENT.set(uow)
         try:
             yield uow
         except BaseException:
             with contextlib.suppress(Exception):
                 await transaction.rollback()
             raise
+        finally:
+            _CURRENT.reset(token)
         try:
             await transaction.commit()
+            tracing.event("transaction.committed")  # the timeline's commit moments
         except Exception as exc:
             commit_error = exc
     finally:

@@ -1,0 +1,140 @@
+"""The relay of a writer's own process is handed the rows that writer committed; others hear
+the ``NOTIFY``.
+
+A writer inside a unit of work, in a process whose relay publishes the same outbox, sends no
+``NOTIFY``: it hands its rows to that relay after the commit, which publishes each once and
+marks it sent. A writer outside a unit of work (or with no relay of its own) still sends the
+``NOTIFY``. The relays here poll once a minute, so nothing but the hand-over or the ``NOTIFY``
+can publish a row within the test's deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aio_pika
+import asyncpg
+import pytest
+import pytest_asyncio
+from signoff_contracts.v1 import Envelope
+from signoff_runtime.db import asyncpg_dsn
+from signoff_runtime.outbox import Outgoing, enqueue, notify_channel, outbox_table
+from signoff_runtime.relay import OutboxRelay
+from signoff_runtime.testing import wait_until
+from signoff_runtime.topology import ROUTING_KEYS, Topology
+from signoff_runtime.unit_of_work import unit_of_work
+from sqlalchemy import MetaData, Table, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+pytestmark = pytest.mark.integration
+SCHEMA = "relay_hand_over"
+SENTINEL = "sentinel"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def table(engine: AsyncEngine) -> Table:
+    table = outbox_table(MetaData(), SCHEMA)
+    async with engine.begin() as conn:
+        await conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+        await conn.run_sync(table.metadata.create_all)
+        await conn.execute(text(f"UPDATE {SCHEMA}.outbox SET sent_at = now()"))
+    return table
+
+
+def _outgoing(topology: Topology) -> Outgoing:
+    message = Envelope(type="test.hand_over")
+    return Outgoing(message, topology.name("contracts"), ROUTING_KEYS["executor.contracts"])
+
+
+async def _sent_at(engine: AsyncEngine, message_id: str) -> Any:
+    async with engine.connect() as conn:
+        return await conn.scalar(
+            text(f"SELECT sent_at FROM {SCHEMA}.outbox WHERE message_id = :m"), {"m": message_id}
+        )
+
+
+async def _queued(amqp_url: str, topology: Topology) -> list[str]:
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        queue = await (await connection.channel()).get_queue(
+            topology.name("executor.contracts"), ensure=False
+        )
+        ids = []
+        while (message := await queue.get(no_ack=True, fail=False)) is not None:
+            ids.append(str(message.message_id))
+        return ids
+
+
+@contextlib.asynccontextmanager
+async def _listening(engine: AsyncEngine, table: Table) -> AsyncIterator[list[str]]:
+    """Every ``NOTIFY`` payload on the table's channel, in order."""
+    heard: list[str] = []
+    conn = await asyncpg.connect(asyncpg_dsn(engine.url.render_as_string(False)))
+    await conn.add_listener(notify_channel(table), lambda *args: heard.append(str(args[-1])))
+    try:
+        yield heard
+    finally:
+        await conn.close()
+
+
+async def _connected(relay: OutboxRelay) -> bool:
+    return relay._rows is not None  # registered with this process's writers, and connected
+
+
+@contextlib.asynccontextmanager
+async def _running(relay: OutboxRelay) -> AsyncIterator[OutboxRelay]:
+    task = asyncio.create_task(relay.run())
+    try:
+        await wait_until(lambda: _connected(relay), what="the relay to connect")
+        yield relay
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _notify_sentinel(engine: AsyncEngine, table: Table) -> None:
+    """A ``NOTIFY`` of our own, after everything before it: heard last, if the rest was heard."""
+    async with engine.begin() as conn:
+        await conn.execute(
+            text("SELECT pg_notify(:c, :p)"), {"c": notify_channel(table), "p": SENTINEL}
+        )
+
+
+async def test_a_writer_in_a_unit_of_work_hands_its_rows_to_its_own_relay(
+    engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
+) -> None:
+    relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=60)
+    async with _listening(engine, table) as heard, _running(relay):
+        out = _outgoing(topology)
+        async with unit_of_work(engine) as uow:
+            await enqueue(uow.conn, table, [out])
+        message_id = out.message.message_id
+        await wait_until(lambda: _sent_at(engine, message_id), what="the row to be marked sent")
+        await _notify_sentinel(engine, table)
+        await wait_until(lambda: _heard(heard), what="our own NOTIFY")
+    assert heard == [SENTINEL]  # the writer sent none
+    assert await _queued(amqp_url, topology) == [message_id]  # published once
+
+
+async def test_a_writer_outside_a_unit_of_work_wakes_the_relay_by_notify(
+    engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
+) -> None:
+    relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=60)
+    async with _listening(engine, table) as heard, _running(relay):
+        out = _outgoing(topology)
+        async with engine.begin() as conn:
+            await enqueue(conn, table, [out])
+        message_id = out.message.message_id
+        await wait_until(lambda: _sent_at(engine, message_id), what="the row to be marked sent")
+        await _notify_sentinel(engine, table)
+        await wait_until(lambda: _heard(heard), what="our own NOTIFY")
+    assert heard == ["", SENTINEL]
+    assert await _queued(amqp_url, topology) == [message_id]
+
+
+async def _heard(heard: list[str]) -> bool:
+    return SENTINEL in heard
