@@ -34,3 +34,15 @@ def test_ids_timestamps_and_amounts_are_not_leaks() -> None:
         '"ref": "ch_1234567890123456x"}'
     )
     assert repo_conftest.leaks(text) == []
+
+
+def test_an_all_decimal_span_id_that_passes_luhn_is_not_a_card() -> None:
+    """Seen in a fault run's log: span id 0636548013099288 is all digits and Luhn-valid."""
+    assert repo_conftest._luhn("0636548013099288")
+    text = (
+        '{"event": "proposal.outcome", "trace_id": "30570e3702af817e04b4d457e4529408", '
+        '"span_id": "0636548013099288"} traceparent '
+        "00-30570e3702af817e04b4d457e4529408-0636548013099288-01"
+    )
+    assert repo_conftest.leaks(text) == []
+    assert repo_conftest.leaks('{"note": "card 0636548013099288"}') != []
