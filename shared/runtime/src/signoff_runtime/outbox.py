@@ -8,8 +8,10 @@ commit) that wakes the relay (``signoff_runtime.relay``), which publishes the ro
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from signoff_contracts.v1 import Envelope
@@ -33,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.dml import UpdateBase
 
-from signoff_runtime import tracing
+from signoff_runtime import hot, tracing
 from signoff_runtime.bulk import insert_rows
 
 
@@ -143,3 +145,70 @@ async def enqueue(
             hold(out)
         return
     await conn.execute(enqueue_statement(table, messages, change=change, resend=resend))
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A state change for ``enqueue_hot``, as fixed SQL: an INSERT or UPDATE whose parameters
+    are ``$1``…``$n`` (``len(args)``), run as a ``WITH`` part of the outbox's statement."""
+
+    sql: str
+    args: tuple[Any, ...] = ()
+
+
+#: the outbox columns ``_row`` fills, with the array type each is bound as
+_HOT_COLUMNS = (
+    ("message_id", "text"),
+    ("exchange", "text"),
+    ("routing_key", "text"),
+    ("message_type", "text"),
+    ("correlation_id", "text"),
+    ("body", "bytea"),
+    ("headers", "jsonb"),
+)
+
+
+@cache
+def _hot_sql(schema: str, name: str, change: str | None, after: int, resend: bool) -> str:
+    """``enqueue_statement`` as constant text: the change's SQL, then one array per outbox column
+    (parameters ``$after+1``…) — the same text for any number of messages."""
+    columns = ", ".join(c for c, _ in _HOT_COLUMNS)
+    arrays = ", ".join(f"${after + i}::{t}[]" for i, (_, t) in enumerate(_HOT_COLUMNS, 1))
+    conflict = (
+        "DO UPDATE SET sent_at = NULL, available_at = now()" if resend else "DO NOTHING"
+    )
+    head = f"WITH change AS ({change}), " if change is not None else "WITH "
+    return (
+        f"{head}written AS (INSERT INTO {schema}.{name} ({columns}) "  # noqa: S608 - constant
+        f"SELECT * FROM unnest({arrays}) ON CONFLICT (message_id) {conflict} RETURNING id) "
+        f"SELECT pg_notify('{schema}_{name}', '') FROM written LIMIT 1"
+    )
+
+
+async def enqueue_hot(
+    conn: AsyncConnection,
+    table: Table,
+    messages: Sequence[Outgoing],
+    *,
+    change: Change | None = None,
+    resend: bool = False,
+) -> None:
+    """``enqueue`` for a hot path: the same one statement (``enqueue_statement``), as constant
+    SQL prepared by asyncpg (``signoff_runtime.hot``) — no construct to compile or cache-key per
+    call. ``change`` is fixed SQL with its parameters (``Change``)."""
+    if not messages:
+        assert change is not None, "nothing to write"
+        await hot.execute(conn, change.sql, *change.args)
+        return
+    assert table.schema is not None and notify_channel(table) == f"{table.schema}_{table.name}"
+    rows = [_row(out) for out in messages]
+    arrays = [[r[c] for r in rows] for c, _ in _HOT_COLUMNS]
+    arrays[-1] = [json.dumps(h) for h in arrays[-1]]  # jsonb as text (hot.json_param)
+    sql = _hot_sql(
+        table.schema,
+        table.name,
+        None if change is None else change.sql,
+        0 if change is None else len(change.args),
+        resend,
+    )
+    await hot.execute(conn, sql, *(() if change is None else change.args), *arrays)
