@@ -23,6 +23,7 @@ import asyncio
 import logging
 import os
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
@@ -178,48 +179,42 @@ def _contracts(n: int) -> list[ExecutionContract]:
     ]
 
 
-def executor_workloads(engine: AsyncEngine, total: int) -> list[Workload]:
+def _executor_units(engine: AsyncEngine, total: int, core: bool) -> tuple[Unit, Unit]:
+    """The local and the external workload's unit, on the ``core`` path or the code's."""
     topology = Topology("bench")
     succeeded = Succeeded(result={"ok": True})
-    core = {"claim": _core_claim, "conclude": _core_conclude}
-    local: dict[str, Unit] = {}
-    external: dict[str, Unit] = {}
-    for path in ("core", "prepared"):
-        contracts = _contracts(total)
-        others = _contracts(total)
-        claim = core["claim"] if path == "core" else repository.claim
-        conclude = _core_conclude if path == "core" else _prepared_conclude
-        attempting = _core_attempting if path == "core" else repository.mark_attempting
-        lock = _core_lock if path == "core" else repository.lock
+    locals_, externals = _contracts(total), _contracts(total)
+    claim = _core_claim if core else repository.claim
+    conclude = _core_conclude if core else _prepared_conclude
+    attempting = _core_attempting if core else repository.mark_attempting
+    lock = _core_lock if core else repository.lock
 
-        async def run_local(
-            i: int, contracts: list[ExecutionContract] = contracts, claim=claim, conclude=conclude
-        ) -> None:
-            contract = contracts[i]
-            async with engine.begin() as conn:
-                await claim(conn, contract)
-                await conclude(conn, topology, contract, succeeded, None)
+    async def local(i: int) -> None:
+        contract = locals_[i]
+        async with engine.begin() as conn:
+            await claim(conn, contract)
+            await conclude(conn, topology, contract, succeeded, None)
 
-        async def run_external(
-            i: int,
-            contracts: list[ExecutionContract] = others,
-            claim=claim,
-            conclude=conclude,
-            attempting=attempting,
-            lock=lock,
-        ) -> None:
-            contract = contracts[i]
-            attempt = AttemptRef(attempt_id=new_id("att"), idempotency_key=new_id("idk"))
-            async with engine.begin() as conn:
-                await claim(conn, contract)
-                await attempting(conn, contract.contract_id, attempt)
-            async with engine.begin() as conn:
-                await lock(conn, contract.contract_id)
-                await conclude(conn, topology, contract, succeeded, attempt)
+    async def external(i: int) -> None:
+        contract = externals[i]
+        attempt = AttemptRef(attempt_id=new_id("att"), idempotency_key=new_id("idk"))
+        async with engine.begin() as conn:
+            await claim(conn, contract)
+            await attempting(conn, contract.contract_id, attempt)
+        async with engine.begin() as conn:
+            await lock(conn, contract.contract_id)
+            await conclude(conn, topology, contract, succeeded, attempt)
 
-        local[path] = run_local
-        external[path] = run_external
-    return [Workload("executor.local", local), Workload("executor.external", external)]
+    return local, external
+
+
+def executor_workloads(engine: AsyncEngine, total: int) -> list[Workload]:
+    core_local, core_external = _executor_units(engine, total, core=True)
+    local, external = _executor_units(engine, total, core=False)
+    return [
+        Workload("executor.local", {"core": core_local, "prepared": local}),
+        Workload("executor.external", {"core": core_external, "prepared": external}),
+    ]
 
 
 # --- the harness ---------------------------------------------------------------------------
@@ -241,7 +236,7 @@ async def compare(workloads: list[Workload], n: int, repeats: int) -> None:
     for workload in workloads:
         results: dict[str, list[tuple[float, float]]] = {p: [] for p in workload.paths}
         start = 0
-        for path, unit in workload.paths.items():
+        for unit in workload.paths.values():
             await _measure(unit, 0, min(n, 50))  # warm-up: statements prepared, caches full
         start = min(n, 50)
         for _ in range(repeats):
@@ -253,11 +248,15 @@ async def compare(workloads: list[Workload], n: int, repeats: int) -> None:
             cpu = statistics.median(c for c, _ in figures)
             wall = statistics.median(w for _, w in figures)
             rounds = " ".join(f"{c:.3f}" for c, _ in figures)
-            print(
+            _say(
                 f"{workload.name:20} {path:9} CPU {cpu:7.3f} ms/unit ({cpu / base:5.0%})  "
-                f"wall {wall:7.3f} ms/unit   rounds: {rounds}",
-                flush=True,
+                f"wall {wall:7.3f} ms/unit   rounds: {rounds}"
             )
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 async def main() -> None:
@@ -274,7 +273,7 @@ async def main() -> None:
 
             workloads = executor_workloads(engine, total)
             workloads += await statements_proposals.workloads(engine, db, total)
-            print(f"# N={n} per round, {repeats} rounds, CPU = this process (not PostgreSQL)")
+            _say(f"# N={n} per round, {repeats} rounds, CPU = this process (not PostgreSQL)")
             await compare(workloads, n, repeats)
         finally:
             await engine.dispose()

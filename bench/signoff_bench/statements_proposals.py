@@ -55,7 +55,7 @@ _SEED = (
     "FROM generate_series(0, $3 - 1) AS i RETURNING id) "
     "INSERT INTO proposals.audit (proposal_id, actor, action, detail, at) "
     "SELECT id, 'usr_proposer', 'created', "
-    "'{\"traceparent\": \"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"}', now() "
+    '\'{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}\', now() '
     "FROM p"
 )
 
@@ -74,11 +74,11 @@ async def _core_enqueue(
 def _core() -> Iterator[None]:
     """The changed statements put back as they were, for one round of the ``core`` path."""
     saved = lifecycle_outbox.enqueue
-    lifecycle_outbox.enqueue = _core_enqueue  # type: ignore[assignment]
+    lifecycle_outbox.enqueue = _core_enqueue
     try:
         yield
     finally:
-        lifecycle_outbox.enqueue = saved  # type: ignore[assignment]
+        lifecycle_outbox.enqueue = saved
 
 
 def _path(path: str, unit: Unit) -> Unit:

@@ -116,4 +116,3 @@ async def republish(
 def _outgoing(topology: Topology, message: Envelope) -> Outgoing:
     key = RECONCILIATION_KEY if isinstance(message, ReconciliationRequired) else OUTCOME_KEY
     return Outgoing(message, topology.name("outcomes"), key)
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -246,7 +246,7 @@ def _statements(engine: AsyncEngine) -> Iterator[list[str]]:
     def checkin(dbapi_conn: Any, *_: Any) -> None:
         dbapi_conn.driver_connection.remove_query_logger(logged)
 
-    listeners = [
+    listeners: list[tuple[Any, str, Callable[..., Any]]] = [
         (engine.sync_engine, "before_cursor_execute", count),
         (engine.sync_engine.pool, "checkout", checkout),
         (engine.sync_engine.pool, "checkin", checkin),

@@ -49,7 +49,8 @@ async def fetchrow(conn: AsyncConnection, sql: str, *args: Any) -> asyncpg.Recor
 
 async def fetch(conn: AsyncConnection, sql: str, *args: Any) -> list[asyncpg.Record]:
     """Every row of ``sql`` (prepared, cached per connection) run with ``args``."""
-    return await (await _driver(conn)).fetch(sql, *args)
+    rows: list[asyncpg.Record] = await (await _driver(conn)).fetch(sql, *args)
+    return rows
 
 
 async def execute(conn: AsyncConnection, sql: str, *args: Any) -> None:

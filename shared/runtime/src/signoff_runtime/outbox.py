@@ -174,9 +174,7 @@ def _hot_sql(schema: str, name: str, change: str | None, after: int, resend: boo
     (parameters ``$after+1``…) — the same text for any number of messages."""
     columns = ", ".join(c for c, _ in _HOT_COLUMNS)
     arrays = ", ".join(f"${after + i}::{t}[]" for i, (_, t) in enumerate(_HOT_COLUMNS, 1))
-    conflict = (
-        "DO UPDATE SET sent_at = NULL, available_at = now()" if resend else "DO NOTHING"
-    )
+    conflict = "DO UPDATE SET sent_at = NULL, available_at = now()" if resend else "DO NOTHING"
     head = f"WITH change AS ({change}), " if change is not None else "WITH "
     return (
         f"{head}written AS (INSERT INTO {schema}.{name} ({columns}) "  # noqa: S608 - constant
