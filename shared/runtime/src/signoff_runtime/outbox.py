@@ -1,8 +1,9 @@
 """The transactional outbox: where a service writes the messages its state changes cause.
 
 A state change and the messages it must cause are written in one transaction — in one statement
-where the writer has the change at hand: ``enqueue_statement`` is the only place outbox rows are
-made, and every service writes through it. The statement also sends a ``NOTIFY`` (delivered at
+where the writer has the change at hand: ``enqueue_statement`` (or ``enqueue_hot``, the same
+statement as fixed SQL for the hot paths) is the only place outbox rows are made — both from
+``_row`` — and every service writes through it. The statement also sends a ``NOTIFY`` (delivered at
 commit) that wakes the relay (``signoff_runtime.relay``), which publishes the rows.
 """
 
