@@ -22,7 +22,8 @@ from signoff_contracts.v1 import (
     OutcomeReported,
     ReconciliationRequired,
 )
-from signoff_runtime.outbox import Hold, Outgoing, enqueue
+from signoff_runtime import hot
+from signoff_runtime.outbox import Outgoing, enqueue_hot
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from signoff_runtime.unsafe import DirectPublisher
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -89,11 +90,13 @@ async def conclude(
         report.message_id,
         None if reconciliation is None else reconciliation.message_id,
     )
-    messages = [m for m in (reconciliation, report) if m is not None]
-    hold = None if direct is None else _holder(direct)
-    await enqueue(
-        conn, outbox, [_outgoing(topology, m) for m in messages], change=change, hold=hold
-    )
+    messages = [_outgoing(topology, m) for m in (reconciliation, report) if m is not None]
+    if direct is not None:  # SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX: no outbox row
+        await hot.execute(conn, change.sql, *change.args)
+        for out in messages:  # published after the commit
+            direct.hold(out.message, exchange=out.exchange, routing_key=out.routing_key)
+        return
+    await enqueue_hot(conn, outbox, messages, change=change)
 
 
 async def republish(
@@ -107,18 +110,9 @@ async def republish(
         messages.append(
             reconciliation_message(contract, row.attempt.attempt_id, row.reconciliation_message_id)
         )
-    await enqueue(conn, outbox, [_outgoing(topology, m) for m in messages], resend=True)
+    await enqueue_hot(conn, outbox, [_outgoing(topology, m) for m in messages], resend=True)
 
 
 def _outgoing(topology: Topology, message: Envelope) -> Outgoing:
     key = RECONCILIATION_KEY if isinstance(message, ReconciliationRequired) else OUTCOME_KEY
     return Outgoing(message, topology.name("outcomes"), key)
-
-
-def _holder(direct: DirectPublisher) -> Hold:
-    """SIGNOFF_UNSAFE__PUBLISH_WITHOUT_OUTBOX: no outbox row; published after the commit."""
-
-    def hold(out: Outgoing) -> None:
-        direct.hold(out.message, exchange=out.exchange, routing_key=out.routing_key)
-
-    return hold

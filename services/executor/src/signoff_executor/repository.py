@@ -7,15 +7,15 @@ that also holds the domain change (local operations) or the attempt record (exte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from asyncpg import Record
 from signoff_contracts.operations import AttemptRef
 from signoff_contracts.outcomes import OperationOutcome, outcome_adapter
 from signoff_contracts.v1 import ExecutionContract
-from sqlalchemy import Update, func, text, update
+from signoff_runtime import hot
+from signoff_runtime.outbox import Change
 from sqlalchemy.ext.asyncio import AsyncConnection
-
-from signoff_executor.tables import executions
 
 Status = Literal["started", "attempting", "done"]
 
@@ -43,23 +43,42 @@ _INSERTED = (
     "contract_message_id, status"
 )
 
+# Every contract runs these: fixed SQL, prepared by asyncpg (``signoff_runtime.hot``).
+_CLAIM = (
+    f"INSERT INTO executor.executions ({_INSERTED}) "  # noqa: S608 - constant columns
+    "VALUES ($1, $2, $3, $4, $5, $6, 'started') "
+    "ON CONFLICT (contract_id) DO UPDATE SET contract_id = EXCLUDED.contract_id "
+    f"RETURNING {_COLUMNS}, now() > $7 AS late"
+)
+_READ = f"SELECT {_COLUMNS}, false AS late FROM executor.executions WHERE contract_id = $1"  # noqa: S608
+_LOCK = _READ + " FOR UPDATE"
+_ATTEMPTING = (
+    "UPDATE executor.executions SET status = 'attempting', attempt_id = $2, "
+    "idempotency_key = $3, updated_at = now() WHERE contract_id = $1"
+)
+_DONE = (
+    "UPDATE executor.executions SET status = 'done', outcome = $2::jsonb, "
+    "outcome_message_id = $3, reconciliation_message_id = $4, updated_at = now() "
+    "WHERE contract_id = $1"
+)
 
-def _execution(row: Any) -> Execution:
+
+def _execution(row: Record) -> Execution:
     attempt = (
-        AttemptRef(attempt_id=row.attempt_id, idempotency_key=row.idempotency_key)
-        if row.attempt_id is not None
+        AttemptRef(attempt_id=row["attempt_id"], idempotency_key=row["idempotency_key"])
+        if row["attempt_id"] is not None
         else None
     )
-    outcome = outcome_adapter.validate_python(row.outcome) if row.outcome is not None else None
+    stored = row["outcome"]  # jsonb, decoded by the connection's codec
     return Execution(
-        contract_id=row.contract_id,
-        proposal_id=row.proposal_id,
-        status=row.status,
+        contract_id=row["contract_id"],
+        proposal_id=row["proposal_id"],
+        status=row["status"],
         attempt=attempt,
-        outcome=outcome,
-        outcome_message_id=row.outcome_message_id,
-        reconciliation_message_id=row.reconciliation_message_id,
-        late=bool(getattr(row, "late", False)),
+        outcome=outcome_adapter.validate_python(stored) if stored is not None else None,
+        outcome_message_id=row["outcome_message_id"],
+        reconciliation_message_id=row["reconciliation_message_id"],
+        late=bool(row["late"]),
     )
 
 
@@ -72,25 +91,18 @@ async def claim(conn: AsyncConnection, contract: ExecutionContract) -> Execution
     the row: two executors racing on one contract take turns, and the second sees what the first
     committed. ``late`` compares ``execute_by`` with the database clock in the same statement.
     """
-    row = (
-        await conn.execute(
-            text(
-                f"INSERT INTO executor.executions ({_INSERTED}) "  # noqa: S608 - constant columns
-                "VALUES (:cid, :pid, :org, :kind, :ver, :mid, 'started') "
-                "ON CONFLICT (contract_id) DO UPDATE SET contract_id = EXCLUDED.contract_id "
-                f"RETURNING {_COLUMNS}, now() > :by AS late"
-            ),
-            {
-                "cid": contract.contract_id,
-                "pid": contract.proposal_id,
-                "org": contract.organization_id,
-                "kind": contract.operation_kind,
-                "ver": contract.contract_version,
-                "mid": contract.message_id,
-                "by": contract.execute_by,
-            },
-        )
-    ).one()
+    row = await hot.fetchrow(
+        conn,
+        _CLAIM,
+        contract.contract_id,
+        contract.proposal_id,
+        contract.organization_id,
+        contract.operation_kind,
+        contract.contract_version,
+        contract.message_id,
+        contract.execute_by,
+    )
+    assert row is not None, "an upsert returns its row"
     return _execution(row)
 
 
@@ -101,26 +113,12 @@ async def lock(conn: AsyncConnection, contract_id: str) -> Execution | None:
 async def read(
     conn: AsyncConnection, contract_id: str, *, for_update: bool = False
 ) -> Execution | None:
-    row = (
-        await conn.execute(
-            text(
-                f"SELECT {_COLUMNS} FROM executor.executions "  # noqa: S608 - constant columns
-                "WHERE contract_id = :cid" + (" FOR UPDATE" if for_update else "")
-            ),
-            {"cid": contract_id},
-        )
-    ).first()
+    row = await hot.fetchrow(conn, _LOCK if for_update else _READ, contract_id)
     return _execution(row) if row is not None else None
 
 
 async def mark_attempting(conn: AsyncConnection, contract_id: str, attempt: AttemptRef) -> None:
-    await conn.execute(
-        text(
-            "UPDATE executor.executions SET status = 'attempting', attempt_id = :aid, "
-            "idempotency_key = :key, updated_at = now() WHERE contract_id = :cid"
-        ),
-        {"cid": contract_id, "aid": attempt.attempt_id, "key": attempt.idempotency_key},
-    )
+    await hot.execute(conn, _ATTEMPTING, contract_id, attempt.attempt_id, attempt.idempotency_key)
 
 
 def done(
@@ -128,17 +126,15 @@ def done(
     outcome: OperationOutcome,
     outcome_message_id: str,
     reconciliation_message_id: str | None = None,
-) -> Update:
+) -> Change:
     """The statement that stores a contract's outcome (``outbox.conclude`` writes it together
     with the outcome's messages)."""
-    return (
-        update(executions)
-        .where(executions.c.contract_id == contract_id)
-        .values(
-            status="done",
-            outcome=outcome.model_dump(mode="json"),
-            outcome_message_id=outcome_message_id,
-            reconciliation_message_id=reconciliation_message_id,
-            updated_at=func.now(),
-        )
+    return Change(
+        _DONE,
+        (
+            contract_id,
+            hot.json_param(outcome.model_dump(mode="json")),
+            outcome_message_id,
+            reconciliation_message_id,
+        ),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -227,17 +227,37 @@ async def test_creation_is_audited_and_announced(ctx):
 
 @contextlib.contextmanager
 def _statements(engine: AsyncEngine) -> Iterator[list[str]]:
-    """The SQL statements sent on ``engine`` inside the block (each one round trip)."""
+    """The SQL statements sent on ``engine`` inside the block (each one round trip): those
+    SQLAlchemy runs, and those run on its connections' asyncpg connection directly
+    (``signoff_runtime.hot``, seen by asyncpg's query logger; its BEGIN and COMMIT are the
+    transaction's, which SQLAlchemy's count leaves out too)."""
     sent: list[str] = []
 
     def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
         sent.append(statement)
 
-    event.listen(engine.sync_engine, "before_cursor_execute", count)
+    def logged(record: Any) -> None:
+        if not record.query.startswith(("BEGIN", "COMMIT", "ROLLBACK")):
+            sent.append(record.query)
+
+    def checkout(dbapi_conn: Any, *_: Any) -> None:
+        dbapi_conn.driver_connection.add_query_logger(logged)
+
+    def checkin(dbapi_conn: Any, *_: Any) -> None:
+        dbapi_conn.driver_connection.remove_query_logger(logged)
+
+    listeners: list[tuple[Any, str, Callable[..., Any]]] = [
+        (engine.sync_engine, "before_cursor_execute", count),
+        (engine.sync_engine.pool, "checkout", checkout),
+        (engine.sync_engine.pool, "checkin", checkin),
+    ]
+    for target, name, fn in listeners:
+        event.listen(target, name, fn)
     try:
         yield sent
     finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", count)
+        for target, name, fn in listeners:
+            event.remove(target, name, fn)
 
 
 async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):

@@ -1,8 +1,9 @@
 """PostgreSQL access: one async engine per process, SQLAlchemy Core on asyncpg.
 
-Core, not ORM sessions, on every hot path: measured on this stack, sessions reached a fraction
-of Core's throughput. Every expiry and deadline is decided by the database's clock inside the
-statement that acts on it (``statement_timestamp()``, ``now()``), never by a process clock.
+Core, not ORM sessions: measured on this stack, sessions reached a fraction of Core's
+throughput. The few statements every contract and claim runs skip Core too (``hot``). Every
+expiry and deadline is decided by the database's clock inside the statement that acts on it
+(``statement_timestamp()``, ``now()``), never by a process clock.
 The unit of work is ``signoff_runtime.unit_of_work``.
 """
 

@@ -1,8 +1,9 @@
 """The transactional outbox: where a service writes the messages its state changes cause.
 
 A state change and the messages it must cause are written in one transaction — in one statement
-where the writer has the change at hand: ``enqueue_statement`` is the only place outbox rows are
-made, and every service writes through it. The statement also sends a ``NOTIFY`` (delivered at
+where the writer has the change at hand: ``enqueue_statement`` (or ``enqueue_hot``, the same
+statement as fixed SQL for the hot paths) is the only place outbox rows are made — both from
+``_row`` — and every service writes through it. The statement also sends a ``NOTIFY`` (delivered at
 commit) that wakes the relay (``signoff_runtime.relay``), which publishes the rows.
 
 A writer inside a unit of work whose own process runs a relay on the same table (every service
@@ -19,8 +20,10 @@ it is marked sent, the message goes out twice, and its consumer drops the copy b
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from signoff_contracts.v1 import Envelope
@@ -44,7 +47,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.dml import UpdateBase
 
-from signoff_runtime import tracing, unit_of_work
+from signoff_runtime import hot, tracing, unit_of_work
 from signoff_runtime.bulk import insert_rows
 
 
@@ -199,10 +202,19 @@ async def enqueue(
     made = [_row(out) for out in messages]
     local = _local(conn, table) if made else None
     result = await conn.execute(_statement(table, made, change, resend, notify=local is None))
-    if local is None:
-        return
+    if local is not None:
+        _hand_over(local, made, [(row.id, row.message_id) for row in result])
+
+
+def _hand_over(
+    local: tuple[unit_of_work.UnitOfWork, Offer],
+    made: list[dict[str, Any]],
+    written: Sequence[tuple[int, str]],
+) -> None:
+    """Once the commit answered, give this process's relay the rows just ``written``
+    (``id, message_id``; a conflicting id left alone is not among them)."""
     uow, offer = local
-    ids = {row.message_id: row.id for row in result}
+    ids = {message_id: row_id for row_id, message_id in written}
     rows = [{**row, "id": ids[row["message_id"]]} for row in made if row["message_id"] in ids]
 
     async def hand_over() -> None:
@@ -215,3 +227,80 @@ async def enqueue(
 
     if rows:
         uow.after_commit(hand_over)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A state change for ``enqueue_hot``, as fixed SQL: an INSERT or UPDATE whose parameters
+    are ``$1``…``$n`` (``len(args)``), run as a ``WITH`` part of the outbox's statement."""
+
+    sql: str
+    args: tuple[Any, ...] = ()
+
+
+#: the outbox columns ``_row`` fills, with the array type each is bound as
+_HOT_COLUMNS = (
+    ("message_id", "text"),
+    ("exchange", "text"),
+    ("routing_key", "text"),
+    ("message_type", "text"),
+    ("correlation_id", "text"),
+    ("body", "bytea"),
+    ("headers", "jsonb"),
+)
+
+
+@cache
+def _hot_sql(
+    schema: str, name: str, change: str | None, after: int, resend: bool, notify: bool
+) -> str:
+    """``enqueue_statement`` as constant text: the change's SQL, then one array per outbox column
+    (parameters ``$after+1``…) — the same text for any number of messages."""
+    columns = ", ".join(c for c, _ in _HOT_COLUMNS)
+    arrays = ", ".join(f"${after + i}::{t}[]" for i, (_, t) in enumerate(_HOT_COLUMNS, 1))
+    conflict = "DO UPDATE SET sent_at = NULL, available_at = now()" if resend else "DO NOTHING"
+    head = f"WITH change AS ({change}), " if change is not None else "WITH "
+    return (
+        f"{head}written AS (INSERT INTO {schema}.{name} ({columns}) "  # noqa: S608 - constant
+        f"SELECT * FROM unnest({arrays}) ON CONFLICT (message_id) {conflict} "
+        "RETURNING id, message_id) "
+        + (
+            f"SELECT pg_notify('{schema}_{name}', '') FROM written LIMIT 1"  # noqa: S608
+            if notify
+            else "SELECT id, message_id FROM written"
+        )
+    )
+
+
+async def enqueue_hot(
+    conn: AsyncConnection,
+    table: Table,
+    messages: Sequence[Outgoing],
+    *,
+    change: Change | None = None,
+    resend: bool = False,
+) -> None:
+    """``enqueue`` for a hot path: the same one statement (``enqueue_statement``), as constant
+    SQL prepared by asyncpg (``signoff_runtime.hot``) — no construct to compile or cache-key per
+    call. ``change`` is fixed SQL with its parameters (``Change``). Like ``enqueue``, it hands
+    the rows to a relay of this process after the commit, or sends the ``NOTIFY``."""
+    if not messages:
+        assert change is not None, "nothing to write"
+        await hot.execute(conn, change.sql, *change.args)
+        return
+    assert table.schema is not None and notify_channel(table) == f"{table.schema}_{table.name}"
+    rows = [_row(out) for out in messages]
+    arrays = [[r[c] for r in rows] for c, _ in _HOT_COLUMNS]
+    arrays[-1] = [json.dumps(h) for h in arrays[-1]]  # jsonb as text (hot.json_param)
+    local = _local(conn, table)
+    sql = _hot_sql(
+        table.schema,
+        table.name,
+        None if change is None else change.sql,
+        0 if change is None else len(change.args),
+        resend,
+        notify=local is None,
+    )
+    written = await hot.fetch(conn, sql, *(() if change is None else change.args), *arrays)
+    if local is not None:
+        _hand_over(local, rows, [(r["id"], r["message_id"]) for r in written])

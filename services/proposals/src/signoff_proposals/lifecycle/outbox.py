@@ -27,7 +27,7 @@ from sqlalchemy import Row
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle.domain import EventName, routing_key
-from signoff_proposals.lifecycle.repository import AuditEntry, audit_insert, view
+from signoff_proposals.lifecycle.repository import AuditEntry, audit_change, audit_insert, view
 from signoff_proposals.policies.views import approvers_of
 from signoff_proposals.tables import outbox
 
@@ -41,9 +41,16 @@ async def enqueue(
     *,
     audit: Sequence[AuditEntry] = (),
 ) -> None:
-    """Write ``audit`` rows and enqueue ``messages``: one statement, the caller's transaction."""
-    change = audit_insert(audit) if audit else None
-    await runtime_outbox.enqueue(tx.conn, outbox, messages, change=change, hold=_holder(ctx, tx))
+    """Write ``audit`` rows and enqueue ``messages``: one statement, the caller's transaction
+    (fixed SQL prepared by asyncpg: every claim, outcome and expiry writes through here)."""
+    hold = _holder(ctx, tx)
+    if hold is not None:
+        await runtime_outbox.enqueue(
+            tx.conn, outbox, messages, change=audit_insert(audit) if audit else None, hold=hold
+        )
+        return
+    change = audit_change(audit) if audit else None
+    await runtime_outbox.enqueue_hot(tx.conn, outbox, messages, change=change)
 
 
 def event(

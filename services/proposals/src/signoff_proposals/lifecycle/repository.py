@@ -10,6 +10,7 @@ lookup — long enough to claim a proposal just after it expired.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -21,6 +22,7 @@ from signoff_contracts.outcomes import outcome_adapter
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import ProposalView
 from signoff_runtime.bulk import insert_rows
+from signoff_runtime.outbox import Change
 from signoff_runtime.unit_of_work import UnitOfWork
 from sqlalchemy import CTE, DateTime, Insert, Row, Table, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -181,6 +183,30 @@ def audit_insert(entries: Sequence[AuditEntry]) -> Insert:
         for e in entries
     ]
     return insert_rows(audit, rows, same={"at": DB_CLOCK})
+
+
+#: ``audit_insert`` as fixed SQL for the hot paths (``audit_change``): one array per column
+_AUDIT_HOT = (
+    "INSERT INTO proposals.audit (proposal_id, actor, action, from_status, to_status, detail, at) "
+    "SELECT *, statement_timestamp() "
+    "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[])"
+)
+
+
+def audit_change(entries: Sequence[AuditEntry]) -> Change:
+    """``audit_insert`` as a ``Change`` (``signoff_runtime.outbox.enqueue_hot``): the same rows,
+    by constant SQL that asyncpg prepares once per connection."""
+    return Change(
+        _AUDIT_HOT,
+        (
+            [e.proposal_id for e in entries],
+            [e.actor for e in entries],
+            [e.action for e in entries],
+            [None if e.from_status is None else str(e.from_status) for e in entries],
+            [None if e.to_status is None else str(e.to_status) for e in entries],
+            [json.dumps(e.detail) for e in entries],
+        ),
+    )
 
 
 async def write_audit(

@@ -1,0 +1,152 @@
+"""The proposals service's side of ``signoff_bench.statements``.
+
+- ``proposals.claim``: one approval that claims a pending proposal, its statements as
+  ``decisions.decide.approve`` runs them once its checks passed — the row read with its lock
+  (``repository.get``), the approval recorded (``policies.repository.record``), THE claim
+  (``transitions.transition`` ``pending → executing``: its UPDATE, then the audit row, the signed
+  contract and the event in one statement) — in one transaction;
+- ``proposals.outcome``: one ``OutcomeReported`` recorded alone (``recording.record``: a batch of
+  one, the consumer's batch at low load).
+
+The ``core`` path runs the same code with the statements that changed put back as they were
+(copied below, swapped in for its rounds only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+from signoff_contracts.ids import new_id
+from signoff_contracts.outcomes import Succeeded
+from signoff_contracts.status import ProposalStatus
+from signoff_contracts.v1 import OutcomeReported
+from signoff_proposals.context import Context
+from signoff_proposals.lifecycle import outbox as lifecycle_outbox
+from signoff_proposals.lifecycle import repository as repo
+from signoff_proposals.lifecycle import transitions
+from signoff_proposals.outcomes import recording
+from signoff_proposals.policies import repository as policies
+from signoff_proposals.settings import ProposalsSettings
+from signoff_proposals.tables import outbox as proposals_outbox_table
+from signoff_runtime import outbox as runtime_outbox
+from signoff_runtime.outbox import Outgoing
+from signoff_runtime.registry import Operations
+from signoff_runtime.settings import DatabaseSettings
+from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from signoff_bench import infra
+from signoff_bench.statements import Unit, Workload
+
+_SEED = (
+    "WITH p AS (INSERT INTO proposals.proposals (id, organization_id, requested_by, section, "
+    "resource_id, operation_kind, contract_version, request, arguments, preview, status, "
+    "expires_at, decided_by, decided_at, contract_id, execute_by) "
+    "SELECT $1 || i, 'org_bench', 'usr_proposer', 'bench', 'res_' || i, 'bench.op', 1, "
+    "'{\"i\": 1}', '{\"i\": 1}', '{\"i\": 1}', $2, now() + interval '1 hour', "
+    "CASE WHEN $2 = 'executing' THEN 'usr_bench' END, CASE WHEN $2 = 'executing' THEN now() END, "
+    "CASE WHEN $2 = 'executing' THEN 'ctr_' || substr($1, 5) || i END, "
+    "CASE WHEN $2 = 'executing' THEN now() + interval '1 hour' END "
+    "FROM generate_series(0, $3 - 1) AS i RETURNING id) "
+    "INSERT INTO proposals.audit (proposal_id, actor, action, detail, at) "
+    "SELECT id, 'usr_proposer', 'created', "
+    '\'{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}\', now() '
+    "FROM p"
+)
+
+
+# --- the statements as they were (SQLAlchemy Core), for the ``core`` path ------------------
+
+
+async def _core_enqueue(
+    ctx: Context, tx: UnitOfWork, messages: Sequence[Outgoing], *, audit: Sequence[Any] = ()
+) -> None:
+    change = repo.audit_insert(audit) if audit else None
+    await runtime_outbox.enqueue(tx.conn, proposals_outbox_table, messages, change=change)
+
+
+@contextmanager
+def _core() -> Iterator[None]:
+    """The changed statements put back as they were, for one round of the ``core`` path."""
+    saved = lifecycle_outbox.enqueue
+    lifecycle_outbox.enqueue = _core_enqueue
+    try:
+        yield
+    finally:
+        lifecycle_outbox.enqueue = saved
+
+
+def _path(path: str, unit: Unit) -> Unit:
+    if path == "prepared":
+        return unit
+
+    async def core(i: int) -> None:
+        with _core():
+            await unit(i)
+
+    return core
+
+
+async def workloads(engine: AsyncEngine, db: infra.Database, total: int) -> list[Workload]:
+    settings = ProposalsSettings(env="test", db=DatabaseSettings(url=db.url))
+    ctx = Context(
+        settings=settings,
+        engine=engine,
+        topology=Topology("bench"),
+        operations=Operations([]),
+        directory=None,  # type: ignore[arg-type]  # the checks before the claim are not run
+    )
+    execute_within = timedelta(seconds=settings.contracts.execute_within_s)
+    stuck_after = timedelta(seconds=settings.proposals.stuck_after_s)
+    seeder = await asyncpg.connect(db.dsn)
+    claims: dict[str, Unit] = {}
+    outcomes: dict[str, Unit] = {}
+    try:
+        for path in ("core", "prepared"):
+            pending, executing = f"prp_c{path}x", f"prp_o{path}x"
+            await seeder.execute(_SEED, pending, "pending", total)
+            await seeder.execute(_SEED, executing, "executing", total)
+
+            async def claim(i: int, prefix: str = pending) -> None:
+                proposal_id = f"{prefix}{i}"
+                async with unit_of_work(engine) as tx:
+                    row = await repo.get(tx.conn, proposal_id, lock=True)
+                    assert row is not None and row.status == "pending"
+                    await policies.record(tx.conn, proposal_id, "usr_bench", "manager")
+                    claimed = await transitions.transition(
+                        ctx,
+                        tx,
+                        proposal_id,
+                        source=ProposalStatus.PENDING,
+                        target=ProposalStatus.EXECUTING,
+                        actor="usr_bench",
+                        values={
+                            "decided_by": "usr_bench",
+                            "decided_at": repo.DB_CLOCK,
+                            "contract_id": new_id("ctr"),
+                            "execute_by": repo.DB_CLOCK + execute_within,
+                            "republish_after": repo.DB_CLOCK + stuck_after,
+                        },
+                    )
+                    assert claimed is not None
+
+            async def outcome(i: int, prefix: str = executing) -> None:
+                report = OutcomeReported(
+                    proposal_id=f"{prefix}{i}",
+                    contract_id=f"ctr_{prefix[4:]}{i}",
+                    operation_kind="bench.op",
+                    outcome=Succeeded(result={"i": i}),
+                    correlation_id=f"{prefix}{i}",
+                )
+                assert await recording.record(ctx, report)
+
+            claims[path] = _path(path, claim)
+            outcomes[path] = _path(path, outcome)
+    finally:
+        await seeder.close()
+    return [Workload("proposals.claim", claims), Workload("proposals.outcome", outcomes)]

@@ -1,0 +1,63 @@
+"""Hot statements: fixed SQL run as asyncpg prepared statements inside SQLAlchemy's transaction.
+
+A statement through SQLAlchemy Core costs, before and after its round trip, a cache key for the
+construct, bind processing per parameter and a ``Row`` per result row — measured on the claim,
+execution and outcome paths, about half of a busy process's CPU (docs/benchmarks.md, "Hot
+statements"). The few statements every contract and every claim runs go here instead: a constant
+SQL text with positional parameters (``$1``…), prepared once per connection by asyncpg's own
+statement cache, and answered as asyncpg ``Record``\\ s. Everything else — schemas, migrations,
+cold paths — stays SQLAlchemy.
+
+The statement runs on the very connection, and in the very transaction, of the caller's
+``AsyncConnection``. One care: SQLAlchemy's asyncpg adapter sends ``BEGIN`` lazily, with the
+first statement *it* runs; a hot statement that came first would run outside any transaction.
+``_driver`` therefore starts the adapter's transaction itself when none has begun — the same
+call the adapter makes — so a later commit or rollback through SQLAlchemy covers it.
+
+Codecs are the ones SQLAlchemy's dialect installs on connect: a ``jsonb`` parameter is given as
+JSON *text* (``json_param``) and comes back decoded; ``timestamptz`` values are aware
+``datetime``\\ s both ways; ``bytea`` is ``bytes``. Errors arrive as asyncpg's own exceptions,
+which ``transient.is_transient`` judges by their SQLSTATE like SQLAlchemy's wrappers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+
+async def _driver(conn: AsyncConnection) -> asyncpg.Connection:
+    """The asyncpg connection under ``conn``, with SQLAlchemy's transaction begun on it (begun
+    here if need be, as SQLAlchemy's ``execute`` begins one)."""
+    if not conn.in_transaction():
+        await conn.begin()
+    raw = await conn.get_raw_connection()
+    adapted: Any = raw.dbapi_connection
+    if adapted._transaction is None:
+        await adapted._start_transaction()  # what the adapter does before its first statement
+    driver: asyncpg.Connection = raw.driver_connection
+    return driver
+
+
+async def fetchrow(conn: AsyncConnection, sql: str, *args: Any) -> asyncpg.Record | None:
+    """The first row of ``sql`` (prepared, cached per connection) run with ``args``."""
+    return await (await _driver(conn)).fetchrow(sql, *args)
+
+
+async def fetch(conn: AsyncConnection, sql: str, *args: Any) -> list[asyncpg.Record]:
+    """Every row of ``sql`` (prepared, cached per connection) run with ``args``."""
+    rows: list[asyncpg.Record] = await (await _driver(conn)).fetch(sql, *args)
+    return rows
+
+
+async def execute(conn: AsyncConnection, sql: str, *args: Any) -> None:
+    """Run ``sql`` (prepared, cached per connection) with ``args``; no rows wanted."""
+    await (await _driver(conn)).execute(sql, *args)
+
+
+def json_param(value: Any) -> str | None:
+    """A ``jsonb`` parameter as SQLAlchemy's codec on the connection wants it: JSON text."""
+    return None if value is None else json.dumps(value, separators=(",", ":"))
