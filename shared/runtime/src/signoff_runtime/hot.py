@@ -17,16 +17,44 @@ call the adapter makes — so a later commit or rollback through SQLAlchemy cove
 Codecs are the ones SQLAlchemy's dialect installs on connect: a ``jsonb`` parameter is given as
 JSON *text* (``json_param``) and comes back decoded; ``timestamptz`` values are aware
 ``datetime``\\ s both ways; ``bytea`` is ``bytes``. Errors arrive as asyncpg's own exceptions,
-which ``transient.is_transient`` judges by their SQLSTATE like SQLAlchemy's wrappers.
+which ``transient.is_transient`` judges by their SQLSTATE like SQLAlchemy's wrappers. A
+connection found lost under a hot statement is invalidated here, as SQLAlchemy does for its own
+statements: else the pool would hand the dead connection out again, to fail every later
+transaction that draws it (seen in the database-crash fault scenario).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+T = TypeVar("T")
+
+
+#: what a lost connection raises: asyncpg's own errors, or the adapter's translated one
+_LOST = (OSError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
+
+
+def _is_lost(exc: BaseException) -> bool:
+    return isinstance(exc, _LOST) or (
+        type(exc).__name__ == "InterfaceError" and "closed" in str(exc)
+    )
+
+
+async def _run(conn: AsyncConnection, call: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+    """``call`` on the driver connection; a lost connection is invalidated before re-raising."""
+    try:
+        return await call(await _driver(conn))
+    except Exception as exc:
+        if _is_lost(exc):
+            with contextlib.suppress(Exception):
+                await conn.invalidate(exc)
+        raise
 
 
 async def _driver(conn: AsyncConnection) -> asyncpg.Connection:
@@ -44,18 +72,19 @@ async def _driver(conn: AsyncConnection) -> asyncpg.Connection:
 
 async def fetchrow(conn: AsyncConnection, sql: str, *args: Any) -> asyncpg.Record | None:
     """The first row of ``sql`` (prepared, cached per connection) run with ``args``."""
-    return await (await _driver(conn)).fetchrow(sql, *args)
+    row: asyncpg.Record | None = await _run(conn, lambda driver: driver.fetchrow(sql, *args))
+    return row
 
 
 async def fetch(conn: AsyncConnection, sql: str, *args: Any) -> list[asyncpg.Record]:
     """Every row of ``sql`` (prepared, cached per connection) run with ``args``."""
-    rows: list[asyncpg.Record] = await (await _driver(conn)).fetch(sql, *args)
+    rows: list[asyncpg.Record] = await _run(conn, lambda driver: driver.fetch(sql, *args))
     return rows
 
 
 async def execute(conn: AsyncConnection, sql: str, *args: Any) -> None:
     """Run ``sql`` (prepared, cached per connection) with ``args``; no rows wanted."""
-    await (await _driver(conn)).execute(sql, *args)
+    await _run(conn, lambda driver: driver.execute(sql, *args))
 
 
 def json_param(value: Any) -> str | None:

@@ -1,0 +1,60 @@
+"""Hot statements run in the caller's transaction, and a connection lost under one is not
+handed out again by the pool (SQLAlchemy invalidates a lost connection only for its own
+statements; ``hot`` does it for its)."""
+
+from __future__ import annotations
+
+import pytest
+from signoff_runtime import hot
+from signoff_runtime.testing import wait_until
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+pytestmark = pytest.mark.integration
+
+
+async def test_a_hot_statement_first_in_a_transaction_is_inside_it(database_url: str) -> None:
+    engine = create_async_engine(database_url, pool_size=1, max_overflow=0)
+    try:
+        async with engine.connect() as conn:
+            await conn.begin()
+            first = await hot.fetchrow(conn, "SELECT txid_current() AS x")
+            second = (await conn.execute(text("SELECT txid_current()"))).scalar_one()
+            await conn.rollback()
+        assert first is not None and first["x"] == second
+    finally:
+        await engine.dispose()
+
+
+async def test_a_connection_lost_under_a_hot_statement_is_not_reused(database_url: str) -> None:
+    engine = create_async_engine(database_url, pool_size=1, max_overflow=0)
+    try:
+        async with engine.connect() as conn:
+            pid = (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+            await conn.commit()
+        await _terminate(database_url, pid)
+        async with engine.connect() as conn:
+            with pytest.raises(Exception):  # noqa: B017 - whichever error the lost link gives
+                await hot.fetchrow(conn, "SELECT 1 AS one")
+        async with engine.connect() as conn:  # the pool's one slot: a fresh connection
+            row = await hot.fetchrow(conn, "SELECT 1 AS one")
+        assert row is not None and row["one"] == 1
+    finally:
+        await engine.dispose()
+
+
+async def _terminate(database_url: str, pid: int) -> None:
+    """End backend ``pid`` and wait until it is gone."""
+    other = create_async_engine(database_url)
+    try:
+        async with other.connect() as conn:
+            await conn.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+
+        async def gone() -> bool | None:
+            async with other.connect() as conn:
+                query = text("SELECT count(*) FROM pg_stat_activity WHERE pid = :p")
+                return (await conn.execute(query, {"p": pid})).scalar_one() == 0 or None
+
+        await wait_until(gone, timeout=10, what=f"backend {pid} gone")
+    finally:
+        await other.dispose()
