@@ -15,6 +15,9 @@ Should the writer die between its commit and the hand-over, its rows wait for a 
 second by default): later, never lost. Should another relay's poll take a handed-over row before
 it is marked sent, the message goes out twice, and its consumer drops the copy by
 ``message_id``.
+
+(A little over 300 lines: the one statement exists twice — as a SQLAlchemy construct and as
+fixed SQL for the hot paths — and both must stay beside the one row builder they share.)
 """
 
 from __future__ import annotations
