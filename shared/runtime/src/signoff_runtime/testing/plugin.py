@@ -9,21 +9,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack
 
 import aio_pika
-import asyncpg
 import pytest
 import pytest_asyncio
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from signoff_runtime.db import asyncpg_dsn
-from signoff_runtime.migrations import upgrade_all
 from signoff_runtime.testing import servers
+from signoff_runtime.testing.databases import fresh_database
 from signoff_runtime.testing.processes import as_own_role
 from signoff_runtime.topology import Topology
 
@@ -41,21 +37,8 @@ def amqp_url(_servers: tuple[str, str]) -> str:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def database_url(_servers: tuple[str, str]) -> AsyncIterator[str]:
-    server = _servers[0]
-    name = f"signoff_test_{secrets.token_hex(4)}"
-    admin = await asyncpg.connect(asyncpg_dsn(server))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    url = make_url(server).set(database=name).render_as_string(hide_password=False)
-    await asyncio.to_thread(upgrade_all, url)
-    yield url
-    admin = await asyncpg.connect(asyncpg_dsn(server))
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    async with fresh_database(_servers[0], "signoff_test") as url:
+        yield url
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

@@ -1,4 +1,11 @@
-"""The proposals service's side of ``signoff_bench.statements``.
+"""Hot statements, the proposals service's: the CPU a claim's and an outcome's statements cost
+this process (issue 18).
+
+``.venv/bin/python services/proposals/tests/perf/statements.py`` makes a fresh database and
+runs, in one process, each workload ``BENCH_N`` times (default 400) through two paths side by
+side — ``core`` and ``prepared`` — alternating, ``BENCH_REPEATS`` rounds (default 3), after one
+warm-up round each (the harness: ``signoff_runtime.testing.cpu``). Printed: the median process
+CPU per unit (this process's, the database's not included) and wall time. Workloads:
 
 - ``proposals.claim``: one approval that claims a pending proposal, its statements as
   ``decisions.decide.approve`` runs them once its checks passed — the row read with its lock
@@ -9,11 +16,14 @@
   one, the consumer's batch at low load).
 
 The ``core`` path runs the same code with the statements that changed put back as they were
-(copied below, swapped in for its rounds only).
+(copied below, swapped in for its rounds only). It calls the service's internals, so it lives
+with the service's tests (``bench/`` measures through the public interfaces only); not a test
+module, pytest does not collect it. The executor's: ``services/executor/tests/perf``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -33,15 +43,15 @@ from signoff_proposals.policies import repository as policies
 from signoff_proposals.settings import ProposalsSettings
 from signoff_proposals.tables import outbox as proposals_outbox_table
 from signoff_runtime import outbox as runtime_outbox
+from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.outbox import Outgoing
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import DatabaseSettings
+from signoff_runtime.testing import cpu
+from signoff_runtime.testing.cpu import Unit, Workload
 from signoff_runtime.topology import Topology
 from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work
 from sqlalchemy.ext.asyncio import AsyncEngine
-
-from signoff_bench import infra
-from signoff_bench.statements import Unit, Workload
 
 _SEED = (
     "WITH p AS (INSERT INTO proposals.proposals (id, organization_id, requested_by, section, "
@@ -92,8 +102,9 @@ def _path(path: str, unit: Unit) -> Unit:
     return core
 
 
-async def workloads(engine: AsyncEngine, db: infra.Database, total: int) -> list[Workload]:
-    settings = ProposalsSettings(env="test", db=DatabaseSettings(url=db.url))
+async def workloads(engine: AsyncEngine, url: str, total: int) -> list[Workload]:
+    """The two workloads, each path with ``total`` proposals of its own seeded for it."""
+    settings = ProposalsSettings(env="test", db=DatabaseSettings(url=url))
     ctx = Context(
         settings=settings,
         engine=engine,
@@ -103,7 +114,7 @@ async def workloads(engine: AsyncEngine, db: infra.Database, total: int) -> list
     )
     execute_within = timedelta(seconds=settings.contracts.execute_within_s)
     stuck_after = timedelta(seconds=settings.proposals.stuck_after_s)
-    seeder = await asyncpg.connect(db.dsn)
+    seeder = await asyncpg.connect(asyncpg_dsn(url))
     claims: dict[str, Unit] = {}
     outcomes: dict[str, Unit] = {}
     try:
@@ -150,3 +161,7 @@ async def workloads(engine: AsyncEngine, db: infra.Database, total: int) -> list
     finally:
         await seeder.close()
     return [Workload("proposals.claim", claims), Workload("proposals.outcome", outcomes)]
+
+
+if __name__ == "__main__":
+    asyncio.run(cpu.run(workloads))

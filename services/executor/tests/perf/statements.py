@@ -1,36 +1,28 @@
-"""Hot statements: the CPU a contract's and a claim's statements cost this process (issue 18).
+"""Hot statements, the executor's: the CPU a contract's statements cost this process (issue 18).
 
-``PYTHONPATH=bench .venv/bin/python -m signoff_bench.statements`` makes a fresh database and
-runs, in one process, each workload ``BENCH_N`` times (default 400) through two paths side by
-side — the SQLAlchemy Core statements as they were (``core``, copied here from the code before
-the change) and the code as it is (``prepared``: ``signoff_runtime.hot``) — alternating,
-``BENCH_REPEATS`` rounds (default 3), after one warm-up round each. Printed: the median process
-CPU per unit (``time.process_time``: this process's CPU, the database's not included) and wall
-time, per path and workload. Workloads:
+``.venv/bin/python services/executor/tests/perf/statements.py`` makes a fresh database and runs,
+in one process, each workload ``BENCH_N`` times (default 400) through two paths side by side —
+the SQLAlchemy Core statements as they were (``core``, copied here from the code before the
+change) and the code as it is (``prepared``: ``signoff_runtime.hot``) — alternating,
+``BENCH_REPEATS`` rounds (default 3), after one warm-up round each (the harness:
+``signoff_runtime.testing.cpu``). Printed: the median process CPU per unit (this process's, the
+database's not included) and wall time, per path and workload. Workloads:
 
 - ``executor.local``: one contract of a local operation — one transaction: ``claim``, then the
   outcome with its message (``outbox.conclude``);
 - ``executor.external``: one contract of an external operation — ``claim`` + ``mark_attempting``,
-  commit; ``lock`` + the outcome with its messages, commit;
-- ``proposals.claim`` and ``proposals.outcomes``: see ``statements_proposals``.
+  commit; ``lock`` + the outcome with its messages, commit.
 
-The FastStream half (a subscriber's layers per message) is ``signoff_bench.subscriber``.
+It calls the service's internals, so it lives with the service's tests (``bench/`` measures
+through the public interfaces only); not a test module, pytest does not collect it. The
+proposals' claim and outcome: ``services/proposals/tests/perf/statements.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
-import statistics
-import sys
-import time
-from collections.abc import Awaitable, Callable
-from contextlib import ExitStack
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-import structlog
 from pydantic import SecretStr
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AttemptRef
@@ -44,22 +36,11 @@ from signoff_runtime import keys
 from signoff_runtime.outbox import enqueue_statement
 from signoff_runtime.settings import ContractSigningSettings
 from signoff_runtime.signing import issue
-from signoff_runtime.testing import servers
+from signoff_runtime.testing import cpu
+from signoff_runtime.testing.cpu import Unit, Workload
 from signoff_runtime.topology import Topology
 from sqlalchemy import func, text, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-
-from signoff_bench import infra
-
-Unit = Callable[[int], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class Workload:
-    name: str
-    #: path name → a function running unit ``i`` (each path gets its own units)
-    paths: dict[str, Unit]
-
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 # --- the executor's statements as they were (SQLAlchemy Core), for the ``core`` path ---------
 
@@ -77,7 +58,7 @@ async def _core_claim(conn: AsyncConnection, contract: ExecutionContract) -> obj
     return (
         await conn.execute(
             text(
-                f"INSERT INTO executor.executions ({_INSERTED}) "  # noqa: S608
+                f"INSERT INTO executor.executions ({_INSERTED}) "
                 "VALUES (:cid, :pid, :org, :kind, :ver, :mid, 'started') "
                 "ON CONFLICT (contract_id) DO UPDATE SET contract_id = EXCLUDED.contract_id "
                 f"RETURNING {_COLUMNS}, now() > :by AS late"
@@ -98,10 +79,7 @@ async def _core_claim(conn: AsyncConnection, contract: ExecutionContract) -> obj
 async def _core_lock(conn: AsyncConnection, contract_id: str) -> object:
     return (
         await conn.execute(
-            text(
-                f"SELECT {_COLUMNS} FROM executor.executions "  # noqa: S608
-                "WHERE contract_id = :cid FOR UPDATE"
-            ),
+            text(f"SELECT {_COLUMNS} FROM executor.executions WHERE contract_id = :cid FOR UPDATE"),
             {"cid": contract_id},
         )
     ).first()
@@ -208,7 +186,8 @@ def _executor_units(engine: AsyncEngine, total: int, core: bool) -> tuple[Unit, 
     return local, external
 
 
-def executor_workloads(engine: AsyncEngine, total: int) -> list[Workload]:
+async def workloads(engine: AsyncEngine, url: str, total: int) -> list[Workload]:
+    """The two workloads, each path with ``total`` units of its own (``url``: not needed)."""
     core_local, core_external = _executor_units(engine, total, core=True)
     local, external = _executor_units(engine, total, core=False)
     return [
@@ -217,68 +196,5 @@ def executor_workloads(engine: AsyncEngine, total: int) -> list[Workload]:
     ]
 
 
-# --- the harness ---------------------------------------------------------------------------
-
-
-async def _measure(unit: Unit, start: int, n: int) -> tuple[float, float]:
-    """CPU ms and wall ms per unit for units ``start``…``start + n - 1``."""
-    cpu, wall = time.process_time(), time.perf_counter()
-    for i in range(start, start + n):
-        await unit(i)
-    return (
-        (time.process_time() - cpu) * 1000 / n,
-        (time.perf_counter() - wall) * 1000 / n,
-    )
-
-
-async def compare(workloads: list[Workload], n: int, repeats: int) -> None:
-    """Warm up each path, then run them alternating, ``repeats`` rounds; print the medians."""
-    for workload in workloads:
-        results: dict[str, list[tuple[float, float]]] = {p: [] for p in workload.paths}
-        start = 0
-        for unit in workload.paths.values():
-            await _measure(unit, 0, min(n, 50))  # warm-up: statements prepared, caches full
-        start = min(n, 50)
-        for _ in range(repeats):
-            for path, unit in workload.paths.items():
-                results[path].append(await _measure(unit, start, n))
-            start += n
-        base = statistics.median(c for c, _ in results[next(iter(results))])
-        for path, figures in results.items():
-            cpu = statistics.median(c for c, _ in figures)
-            wall = statistics.median(w for _, w in figures)
-            rounds = " ".join(f"{c:.3f}" for c, _ in figures)
-            _say(
-                f"{workload.name:20} {path:9} CPU {cpu:7.3f} ms/unit ({cpu / base:5.0%})  "
-                f"wall {wall:7.3f} ms/unit   rounds: {rounds}"
-            )
-
-
-def _say(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
-async def main() -> None:
-    # the services' info lines are not what is measured (and would cost both paths alike)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    n = int(os.environ.get("BENCH_N", "400"))
-    repeats = int(os.environ.get("BENCH_REPEATS", "3"))
-    total = min(n, 50) + n * repeats
-    with ExitStack() as exits:
-        db = await infra.create_database(servers.postgres_url(exits))
-        engine = create_async_engine(db.url, pool_size=2, max_overflow=0)
-        try:
-            from signoff_bench import statements_proposals
-
-            workloads = executor_workloads(engine, total)
-            workloads += await statements_proposals.workloads(engine, db, total)
-            _say(f"# N={n} per round, {repeats} rounds, CPU = this process (not PostgreSQL)")
-            await compare(workloads, n, repeats)
-        finally:
-            await engine.dispose()
-            await infra.drop_database(db)
-
-
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(cpu.run(workloads))
