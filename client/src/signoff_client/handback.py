@@ -7,8 +7,17 @@ operation's fixed preview and the recorded outcome — never from what the model
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
-from signoff_client.models import Proposal, Proposed
+from signoff_client.client import AsyncSignoffClient
+from signoff_client.models import Operation, Proposal, Proposed
+
+
+async def offered(client: AsyncSignoffClient, kinds: Iterable[str] | None) -> list[Operation]:
+    """The operations the client's person may propose, or only those of ``kinds``: what a
+    framework adapter offers its model as tools."""
+    wanted = set(kinds) if kinds is not None else None
+    return [op for op in await client.operations() if wanted is None or op.kind in wanted]
 
 
 def waiting_text(proposed: Proposed) -> str:

@@ -34,7 +34,7 @@ from langgraph.types import Command, interrupt
 from signoff_client.agents_sdk import parameters, tool_name
 from signoff_client.client import AsyncSignoffClient
 from signoff_client.errors import SignoffError
-from signoff_client.handback import decision_text, waiting_text
+from signoff_client.handback import decision_text, offered, waiting_text
 from signoff_client.models import Operation, Proposal
 
 __all__ = [
@@ -105,11 +105,8 @@ async def signoff_tools(
     client: AsyncSignoffClient, kinds: Iterable[str] | None = None, locale: str = "en"
 ) -> SignoffTools:
     """Tools for the operations the client's person may propose (or only ``kinds``)."""
-    wanted = set(kinds) if kinds is not None else None
     tools = SignoffTools(client)
-    for op in await client.operations():
-        if wanted is None or op.kind in wanted:
-            tools.tools.append(tools._tool(op, locale))
+    tools.tools.extend(tools._tool(op, locale) for op in await offered(client, kinds))
     return tools
 
 

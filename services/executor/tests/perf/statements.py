@@ -44,14 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 # --- the executor's statements as they were (SQLAlchemy Core), for the ``core`` path ---------
 
-_COLUMNS = (
-    "contract_id, proposal_id, status, attempt_id, idempotency_key, outcome, "
-    "outcome_message_id, reconciliation_message_id"
-)
-_INSERTED = (
-    "contract_id, proposal_id, organization_id, operation_kind, contract_version, "
-    "contract_message_id, status"
-)
+_COLUMNS, _INSERTED = repository._COLUMNS, repository._INSERTED  # the same rows, either path
 
 
 async def _core_claim(conn: AsyncConnection, contract: ExecutionContract) -> object:

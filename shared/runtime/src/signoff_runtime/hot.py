@@ -36,14 +36,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 T = TypeVar("T")
 
 
-#: what a lost connection raises: asyncpg's own errors, or the adapter's translated one
+#: what a lost connection raises from asyncpg itself (the adapter's own errors: the dialect says)
 _LOST = (OSError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
 
 
-def _is_lost(exc: BaseException) -> bool:
-    return isinstance(exc, _LOST) or (
-        type(exc).__name__ == "InterfaceError" and "closed" in str(exc)
-    )
+def _is_lost(conn: AsyncConnection, exc: Exception) -> bool:
+    return isinstance(exc, _LOST) or conn.dialect.is_disconnect(exc, None, None)  # type: ignore[arg-type]  # the adapter raises DBAPI errors typed as Exception
 
 
 async def _run(conn: AsyncConnection, call: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
@@ -51,7 +49,7 @@ async def _run(conn: AsyncConnection, call: Callable[[asyncpg.Connection], Await
     try:
         return await call(await _driver(conn))
     except Exception as exc:
-        if _is_lost(exc):
+        if _is_lost(conn, exc):
             with contextlib.suppress(Exception):
                 await conn.invalidate(exc)
         raise
