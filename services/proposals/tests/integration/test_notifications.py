@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -19,9 +20,10 @@ from notify_receivers import Mail, Mailbox, Receiver
 from proposals_testkit import Harness, forget_unsent_outbox
 from proposals_toy import build
 from signoff_contracts.ids import new_id
-from signoff_contracts.v1 import ReconciliationChecked
+from signoff_contracts.v1 import ProposalEvent, ReconciliationChecked
 from signoff_proposals.app import create_app
-from signoff_proposals.notifications import signing
+from signoff_proposals.context import Context
+from signoff_proposals.notifications import enqueue, signing
 from signoff_proposals.notifications.settings import NotifyGroup
 from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.settings import broker_user
@@ -327,3 +329,57 @@ async def _running(
             yield Harness(
                 engine, amqp, topology, http, settings.auth, broker_user(settings.amqp.url)
             )
+
+
+async def test_an_event_delivered_again_adds_no_row_and_one_nobody_wants_writes_nothing(
+    service: Harness, settings: ProposalsSettings, engine: AsyncEngine, topology: Topology
+) -> None:
+    """The deliveries' ``dedup_key`` is what keeps a redelivered event from notifying twice (no
+    inbox row is written per event any more); an event nobody subscribes to writes nothing."""
+    org, quiet = new_id("org"), new_id("org")
+    await subscribe(service, org, "http://127.0.0.1:9/hook", events=["created"])
+    pid = await service.pending(org)
+    await wait_until(lambda: _rows(service, org), what="the created event's delivery rows")
+    made = [(r.id, r.dedup_key) for r in await deliveries(service, org)]
+    assert [key.count(":") for _, key in made].count(1) == 1  # one webhook row: event:subscription
+    operations, directory = build()
+    ctx = Context(
+        settings=settings,
+        engine=engine,
+        topology=topology,
+        operations=operations,
+        directory=directory,
+    )
+    created = await _event_body(engine, pid, "proposal.created")
+    for _ in range(2):  # the same event again, twice
+        await enqueue.on_event(ctx, SimpleNamespace(body=created))  # type: ignore[arg-type]
+    assert [(r.id, r.dedup_key) for r in await deliveries(service, org)] == made
+
+    other = await service.pending(quiet)  # its events reach the consumer on their own too
+    unwanted = await _event_body(engine, other, "proposal.created")
+    await enqueue.on_event(ctx, SimpleNamespace(body=unwanted))  # type: ignore[arg-type]
+    assert [r for r in await deliveries(service, quiet) if r.channel == "webhook"] == []
+    message_id = ProposalEvent.model_validate_json(unwanted).message_id
+    async with engine.connect() as conn:
+        marks = await conn.scalar(
+            text("SELECT count(*) FROM proposals.inbox WHERE message_id LIKE :m"),
+            {"m": f"%{message_id}%"},
+        )
+    assert marks == 0
+
+
+async def _rows(service: Harness, org: str) -> bool:
+    return any(r.channel == "webhook" for r in await deliveries(service, org))
+
+
+async def _event_body(engine: AsyncEngine, proposal_id: str, routing_key: str) -> bytes:
+    async with engine.connect() as conn:
+        body = await conn.scalar(
+            text(
+                "SELECT body FROM proposals.outbox WHERE correlation_id = :p "
+                "AND routing_key = :t ORDER BY id LIMIT 1"
+            ),
+            {"p": proposal_id, "t": routing_key},
+        )
+    assert body is not None, f"no {routing_key} event for {proposal_id}"
+    return bytes(body)
