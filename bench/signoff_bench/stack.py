@@ -3,8 +3,8 @@
 The environment is the one every test stack shares (``signoff_runtime.testing.processes``:
 ``stack_env``) without the tests' shortened timings — each service keeps its defaults — and with
 what would otherwise interfere with a benchmark raised or slowed: the pending-proposal quotas
-(thousands wait at once here), and the expiry sweep's interval — nothing lapses while batches are
-measured; the growth measurement restarts the proposals service with ``GROWTH_ENV``, so that its
+(thousands wait at once here), e-mail notices (off: see ``BENCH_ENV``), and the expiry sweep's
+interval — nothing lapses while batches are measured; the growth measurement restarts the proposals service with ``GROWTH_ENV``, so that its
 own sweep takes each lapsed batch at once, and reads how long that took from its ``/metrics``.
 The expiry batch is set here because that measurement lapses exactly one batch at a time.
 Nothing is tuned for speed. The card provider answers every refund after
@@ -36,6 +36,10 @@ BENCH_ENV = {
     "SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "3600",
     # one demo manager proposes every case: the per-person rate would be the bottleneck
     "SIGNOFF_LIMITS__PROPOSALS_PER_MINUTE": _UNLIMITED,
+    # no e-mail notices: the raw programs and LangGraph send none, and with no mail server here
+    # each notice was retried with back-off all through a run (proposals-service CPU in every
+    # figure); webhooks stay on (none is subscribed)
+    "SIGNOFF_NOTIFY__EMAIL_ENABLED": "false",
 }
 
 GROWTH_ENV = {"SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "0.2"}
