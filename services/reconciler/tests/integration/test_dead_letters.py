@@ -17,15 +17,17 @@ from fastapi import FastAPI
 from signoff_contracts.ids import new_id
 from signoff_reconciler.app import create_app
 from signoff_reconciler.cli import _letter_json, dlq_app
-from signoff_reconciler.dead_letters import replay, repository
+from signoff_reconciler.dead_letters import handlers, replay, repository
 from signoff_reconciler.dead_letters.replay import ReplayRefused
 from signoff_reconciler.redaction import JWT, REDACTED
 from signoff_reconciler.settings import ReconcilerSettings
 from signoff_runtime.registry import Operations
+from signoff_runtime.senders import Senders
 from signoff_runtime.settings import AuthSettings, broker_user
 from signoff_runtime.testing import wait_until
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import ROUTING_KEYS, Topology
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 from typer.testing import CliRunner
 
@@ -196,6 +198,71 @@ async def test_a_letter_is_replayed_to_its_own_queue_once_and_recorded(
     assert back[0].delivery_mode == aio_pika.DeliveryMode.PERSISTENT
     other = await _take_all(amqp_url, topology.name("reconciler.required"))
     assert other == []  # same exchange, other binding: not fanned out
+
+
+async def test_a_replay_refused_again_before_its_replay_commits_is_archived_again(
+    engine: AsyncEngine,
+    amqp_url: str,
+    topology: Topology,
+    settings: ReconcilerSettings,
+    operations: Operations,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The consumer may refuse a replay again, and the archive see it, before the replay's
+    transaction commits (a slow operator's process on a loaded machine): the new letter is
+    archived, not taken for an at-least-once duplicate of the one being replayed and acked
+    away. Here that archive runs right after the publish, inside the replay's transaction."""
+    message_id = new_id("msg")
+    async with archiving(settings, operations):
+        await publish(
+            amqp_url,
+            topology.name("dlx"),
+            topology.name("agent.events"),
+            b'{"type": "proposal.event"}',
+            message_id=message_id,
+            headers={"x-signoff-reason": "invalid_message", "x-signoff-deliveries": 1},
+        )
+        [letter] = await wait_until(
+            lambda: archived(engine, "agent.events", message_id), what="archived"
+        )
+
+    senders = Senders.from_amqp(settings.amqp)
+    published = replay._publish
+    archiving_again: list[asyncio.Task[bool]] = []
+
+    async def published_then_refused_again(*args: Any) -> None:
+        await published(*args)
+        [copy] = await _take_all(amqp_url, topology.name("agent.events"))
+        again = asyncio.create_task(
+            handlers.archive(engine, topology, "agent.events", copy, senders)
+        )
+        archiving_again.append(again)
+        # until the archive is done, or waits for this transaction (then it is the commit's turn)
+        await wait_until(
+            lambda: _done_or_waiting_for_a_lock(again, engine), what="the archive to decide"
+        )
+
+    monkeypatch.setattr(replay, "_publish", published_then_refused_again)
+    await replay.replay(engine, amqp_url, topology, letter.id, operator="alice")
+
+    [again] = archiving_again
+    assert await again, "the refused replay was taken for a duplicate and dropped"
+    rows = await archived(engine, "agent.events", message_id)
+    assert [(r.id == letter.id, r.replayed_by) for r in rows] == [(True, "alice"), (False, None)]
+    assert rows[1].headers["x-signoff-replay-of"] == letter.id
+
+
+async def _done_or_waiting_for_a_lock(task: asyncio.Task[bool], engine: AsyncEngine) -> bool:
+    if task.done():
+        return True
+    async with engine.connect() as conn:
+        waiting = await conn.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+        )
+    return bool(waiting)
 
 
 async def _take_all(amqp_url: str, queue: str) -> list[Any]:

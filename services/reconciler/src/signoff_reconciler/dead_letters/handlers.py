@@ -96,6 +96,13 @@ async def archive(
         log.warning(
             "dead_letter.archived", queue=queue_key, reason=reason, message_id=raw.message_id
         )
+    else:  # said, so a letter acked without a row of its own can be told from one never seen
+        log.info(
+            "dead_letter.already_archived",
+            queue=queue_key,
+            reason=reason,
+            message_id=raw.message_id,
+        )
     return fresh
 
 

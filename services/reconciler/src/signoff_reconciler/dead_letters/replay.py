@@ -1,4 +1,13 @@
-"""Replaying a dead letter: back to its own queue only, once, recorded in the same transaction."""
+"""Replaying a dead letter: back to its own queue only, once, recorded in the same transaction.
+
+The row is marked replayed *before* the letter is published, while it is still locked: the
+consumer may refuse the replay again, and the archive see that new letter, before the replay's
+transaction commits. The archive's insert skips a letter whose queue and message id match a row
+not yet replayed (an at-least-once duplicate); with the mark already written it waits for this
+transaction instead and then archives the new letter. Marked after the publish, that window
+(publish → mark) took the refused replay for a duplicate of the letter being replayed and acked
+it away — lost. A failed publish still rolls the mark back.
+"""
 
 from __future__ import annotations
 
@@ -46,8 +55,9 @@ async def replay(
             )
         if letter.queue not in QUEUE_KEYS:
             raise ReplayRefused("unknown_queue", letter.queue)
-        await _publish(amqp_url, topology, letter, timeout_s)
+        # marked first: see the module's docstring (a replay refused again before the commit)
         replayed = await repository.mark_replayed(uow.conn, letter_id, operator, note)
+        await _publish(amqp_url, topology, letter, timeout_s)
     log.warning(
         "dead_letter.replayed", id=letter_id, queue=letter.queue, operator=operator, note=note
     )
