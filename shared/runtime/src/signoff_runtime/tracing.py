@@ -45,10 +45,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from fastapi import FastAPI
-from faststream.rabbit.opentelemetry import RabbitTelemetryMiddleware
 from opentelemetry import context, trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from signoff_runtime.message_spans import Propagated, Traced
 
 HEADER = "traceparent"
 _FORMAT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
@@ -150,8 +151,10 @@ def flush(timeout_ms: int = 5_000) -> None:
 
 
 def broker_middlewares() -> list[Any]:
-    """FastStream's telemetry middleware, on the process's tracer provider."""
-    return [RabbitTelemetryMiddleware(tracer_provider=trace.get_tracer_provider())]
+    """The broker's message tracing (``signoff_runtime.message_spans``): a consumer span per
+    message when spans are exported, else only the context carried through (call after
+    ``configure``)."""
+    return [Traced(trace.get_tracer_provider()) if exporting() else Propagated()]
 
 
 def instrument_app(app: FastAPI) -> None:
