@@ -45,7 +45,7 @@ from faststream.rabbit.message import RabbitMessage
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_runtime import consumer
-from signoff_runtime.consumer import Delivery, settle
+from signoff_runtime.consumer import settle
 from signoff_runtime.metrics import (
     BATCH_SIZE,
     BATCH_WAITING,
@@ -264,7 +264,7 @@ def consume_batched(
         return None
     batch = batcher(broker, topology, senders, queue_key, work, engine=engine, size=size)
 
-    async def handler(msg: Delivery) -> None:
+    async def handler(msg: RabbitMessage) -> None:
         await batch.submit(msg)
 
     consumer.subscribe(broker, topology, queue_key, handler, prefetch=prefetch, bind=bind)
