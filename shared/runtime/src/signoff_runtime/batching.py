@@ -50,8 +50,7 @@ from signoff_runtime.metrics import (
     BATCH_SIZE,
     BATCH_WAITING,
     BATCHES_SPLIT,
-    HANDLER_SECONDS,
-    MESSAGES_CONSUMED,
+    handled,
 )
 from signoff_runtime.senders import Senders
 from signoff_runtime.topology import Topology
@@ -192,14 +191,15 @@ class Batcher:
                 waiting.release("alone")
             return
         done = time.perf_counter()
+        succeeded, seconds = handled(self.queue_key)
         for waiting in batch:
             try:
                 await waiting.msg.ack()
             except Exception as exc:  # the channel is gone: redelivered, the inbox drops it
                 log.warning("batch.ack_failed", queue=self.queue_key, error=repr(exc))
                 continue
-            MESSAGES_CONSUMED.labels(queue=self.queue_key, result="ok").inc()
-            HANDLER_SECONDS.labels(queue=self.queue_key).observe(done - waiting.arrived)
+            succeeded.inc()
+            seconds.observe(done - waiting.arrived)
 
 
 def batcher(

@@ -38,7 +38,7 @@ from faststream.rabbit.message import RabbitMessage
 from pydantic import ValidationError
 from signoff_contracts.ids import new_id
 
-from signoff_runtime.metrics import HANDLER_SECONDS, MESSAGES_CONSUMED, MESSAGES_DEAD_LETTERED
+from signoff_runtime.metrics import MESSAGES_CONSUMED, MESSAGES_DEAD_LETTERED, handled
 from signoff_runtime.senders import SENDER_HEADER, Senders
 from signoff_runtime.topology import Topology
 from signoff_runtime.transient import is_transient
@@ -239,8 +239,9 @@ async def settle(
             MESSAGES_CONSUMED.labels(queue=queue_key, result="retried").inc()
         return None
     await msg.ack()
-    MESSAGES_CONSUMED.labels(queue=queue_key, result="ok").inc()
-    HANDLER_SECONDS.labels(queue=queue_key).observe(time.perf_counter() - started)
+    succeeded, seconds = handled(queue_key)
+    succeeded.inc()
+    seconds.observe(time.perf_counter() - started)
     return result
 
 
