@@ -51,7 +51,7 @@ from signoff_runtime.testing import servers
 from signoff_runtime.topology import Topology
 
 PREFETCH = 32
-TRACED = {"traceparent": tracing.start()}
+TRACED: dict[str, Any] = {"traceparent": tracing.start()}
 BODY = b"x" * 1024
 QUEUE_KEY = "executor.contracts"
 #: variant: (tracing middleware, how the handler gets the delivery, fast_depends on the broker)
