@@ -4,20 +4,28 @@
 ``BENCH_N`` messages (default 2000; a 1 kB body, as a contract is) and consumes them, manual
 acks, prefetch 32, through each of:
 
-- ``faststream``: the services' subscriber — ``RabbitBroker`` with the telemetry middleware on
-  an SDK tracer provider (``tracing.configure``, no exporter: as a service runs by default), the
-  ``raw_body`` decoder, the ``Delivery`` annotation (``consumer.subscribe``);
-- ``no-telemetry``: the same without the telemetry middleware;
+- ``before``: the services' subscriber before issue 18 — FastStream's telemetry middleware on an
+  SDK tracer provider (``tracing.configure``, no exporter: as a service runs by default), the
+  ``raw_body`` decoder, the delivery asked for in the handler's signature (a fast_depends field);
+- ``before-no-otel``: the same without the telemetry middleware;
+- ``traced``: as a service subscribes now when it exports spans — ``message_spans.Traced`` (here
+  nothing is exported: the figure is the spans' making, not their export), the delivery from
+  FastStream's context (``consumer.delivered``), fast_depends off (``apply_types=False``);
+- ``propagated``: as a service subscribes now by default (no exporter): ``Propagated``;
+- ``propagated+fd``: the same with fast_depends left on (what ``apply_types=False`` saves);
+- ``no-tracing``: no tracing middleware at all (FastStream's floor here);
 - ``aio-pika``: no FastStream at all, aio-pika's own consumer (the floor);
 
-alternating, ``BENCH_REPEATS`` rounds (default 3), after one warm-up round each. The handler
-only acknowledges: what is measured is the layers. Printed: the median process CPU per message
-from the first delivery handled to the last (``time.process_time``; the filling not included).
+alternating, ``BENCH_REPEATS`` rounds (default 3), after one warm-up round each;
+``BENCH_VARIANTS`` (comma-separated) picks some. The handler only acknowledges: what is measured
+is the layers. Printed: the median and least process CPU per message from the first delivery
+handled to the last (``time.process_time``; the filling not included), and the load average.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import secrets
@@ -26,18 +34,35 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
+from typing import Annotated, Any
 
 import aio_pika
 import structlog
-from faststream.rabbit import RabbitBroker
+from faststream import AckPolicy
+from faststream._internal.context import Context
+from faststream.rabbit import Channel, RabbitBroker
+from faststream.rabbit.message import RabbitMessage
+from faststream.rabbit.opentelemetry import RabbitTelemetryMiddleware
+from opentelemetry import trace
 from signoff_runtime import tracing
-from signoff_runtime.consumer import Delivery, subscribe
+from signoff_runtime.consumer import raw_body, subscribe
+from signoff_runtime.message_spans import Propagated, Traced
 from signoff_runtime.testing import servers
 from signoff_runtime.topology import Topology
 
 PREFETCH = 32
+TRACED: dict[str, Any] = {"traceparent": tracing.start()}
 BODY = b"x" * 1024
 QUEUE_KEY = "executor.contracts"
+#: variant: (tracing middleware, how the handler gets the delivery, fast_depends on the broker)
+VARIANTS: dict[str, tuple[str, str, bool]] = {
+    "before": ("otel", "annotated", True),
+    "before-no-otel": ("none", "annotated", True),
+    "traced": ("traced", "delivered", False),
+    "propagated": ("propagated", "delivered", False),
+    "propagated+fd": ("propagated", "delivered", True),
+    "no-tracing": ("none", "delivered", False),
+}
 
 
 class _Clock:
@@ -56,29 +81,70 @@ class _Clock:
 
 
 async def _fill(amqp_url: str, queue: str, n: int) -> None:
-    """``n`` messages into ``queue`` (declared by ``_declare``), before the clock starts."""
+    """``n`` messages into ``queue`` (declared by ``_declare``), before the clock starts; each
+    carries a ``traceparent`` and a correlation id, as every message between the services does
+    (FastStream's telemetry middleware makes a second span for a message without a parent)."""
     connection = await aio_pika.connect(amqp_url)
     async with connection:
         channel = await connection.channel()
         for _ in range(n):
             await channel.default_exchange.publish(
-                aio_pika.Message(BODY, message_id=secrets.token_hex(8)), routing_key=queue
+                aio_pika.Message(
+                    BODY,
+                    message_id=secrets.token_hex(8),
+                    correlation_id=secrets.token_hex(8),
+                    headers=TRACED,
+                ),
+                routing_key=queue,
             )
 
 
-async def _faststream(amqp_url: str, topology: Topology, n: int, telemetry: bool) -> float:
+class _AsyncContext(Context):
+    """The delivery as a fast_depends field resolved on the loop (``consumer.Delivery`` before
+    issue 18): what ``before`` pays per message."""
+
+    async def use(self, /, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        return super().use(**kwargs)
+
+
+def _middlewares(tracing_layer: str) -> tuple[Any, ...]:
+    provider = trace.get_tracer_provider()
+    return {
+        "otel": (RabbitTelemetryMiddleware(tracer_provider=provider),),
+        "traced": (Traced(provider),),
+        "propagated": (Propagated(),),
+        "none": (),
+    }[tracing_layer]
+
+
+async def _faststream(amqp_url: str, topology: Topology, n: int, variant: str) -> float:
+    tracing_layer, delivery, fast_depends = VARIANTS[variant]
     broker = RabbitBroker(
         amqp_url,
-        middlewares=tracing.broker_middlewares() if telemetry else (),
+        middlewares=_middlewares(tracing_layer),
         log_level=logging.DEBUG,
+        apply_types=fast_depends,
     )
     clock = _Clock(n)
 
-    async def handler(msg: Delivery) -> None:
+    async def handler(msg: RabbitMessage) -> None:
         await msg.ack()
         clock.tick()
 
-    subscribe(broker, topology, QUEUE_KEY, handler, prefetch=PREFETCH)
+    if delivery == "delivered":
+        subscribe(broker, topology, QUEUE_KEY, handler, prefetch=PREFETCH)
+    else:
+
+        async def annotated(msg: Annotated[RabbitMessage, _AsyncContext("message")]) -> None:
+            await handler(msg)
+
+        broker.subscriber(
+            topology.queue(QUEUE_KEY),
+            ack_policy=AckPolicy.MANUAL,
+            channel=Channel(prefetch_count=PREFETCH),
+            no_reply=True,
+            decoder=raw_body,
+        )(annotated)
     await _fill(amqp_url, topology.name(QUEUE_KEY), n)
     async with broker:
         await broker.start()
@@ -119,11 +185,12 @@ async def main() -> None:
         topology = Topology(prefix)
         # the queue as the topology declares it (FastStream's subscriber declares it alike)
         await _declare(amqp_url, topology)
-        paths: dict[str, Callable[[], Awaitable[float]]] = {
-            "faststream": lambda: _faststream(amqp_url, topology, n, True),
-            "no-telemetry": lambda: _faststream(amqp_url, topology, n, False),
-            "aio-pika": lambda: _aio_pika(amqp_url, topology, n),
+        every: dict[str, Callable[[], Awaitable[float]]] = {
+            v: functools.partial(_faststream, amqp_url, topology, n, v) for v in VARIANTS
         }
+        every["aio-pika"] = functools.partial(_aio_pika, amqp_url, topology, n)
+        chosen = os.environ.get("BENCH_VARIANTS", ",".join(every)).split(",")
+        paths = {v: every[v] for v in chosen}
         results: dict[str, list[float]] = {p: [] for p in paths}
         try:
             for run in paths.values():
@@ -133,12 +200,21 @@ async def main() -> None:
                     results[path].append(await run())
         finally:
             await _delete(amqp_url, topology)
-        base = statistics.median(results["faststream"])
-        _say(f"# N={n} messages per round, {repeats} rounds, CPU = this process")
-        for path, figures in results.items():
-            cpu = statistics.median(figures)
-            rounds = " ".join(f"{c:.3f}" for c in figures)
-            _say(f"{path:13} CPU {cpu:6.3f} ms/message ({cpu / base:5.0%})  rounds: {rounds}")
+        _report(n, results)
+
+
+def _report(n: int, results: dict[str, list[float]]) -> None:
+    base = statistics.median(next(iter(results.values())))
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    _say(
+        f"# N={n} messages a round, {len(next(iter(results.values())))} rounds; CPU of this process"
+    )
+    _say(f"# load average at the end: {load}")
+    _say(f"{'variant':15} {'median':>7} {'min':>7}  vs first  rounds (ms/message)")
+    for path, figures in results.items():
+        cpu = statistics.median(figures)
+        rounds = " ".join(f"{c:.3f}" for c in figures)
+        _say(f"{path:15} {cpu:7.3f} {min(figures):7.3f}  {cpu / base:6.0%}    {rounds}")
 
 
 async def _declare(amqp_url: str, topology: Topology) -> None:

@@ -45,13 +45,12 @@ from faststream.rabbit.message import RabbitMessage
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_runtime import consumer
-from signoff_runtime.consumer import Delivery, settle
+from signoff_runtime.consumer import settle
 from signoff_runtime.metrics import (
     BATCH_SIZE,
     BATCH_WAITING,
     BATCHES_SPLIT,
-    HANDLER_SECONDS,
-    MESSAGES_CONSUMED,
+    handled,
 )
 from signoff_runtime.senders import Senders
 from signoff_runtime.topology import Topology
@@ -192,14 +191,15 @@ class Batcher:
                 waiting.release("alone")
             return
         done = time.perf_counter()
+        succeeded, seconds = handled(self.queue_key)
         for waiting in batch:
             try:
                 await waiting.msg.ack()
             except Exception as exc:  # the channel is gone: redelivered, the inbox drops it
                 log.warning("batch.ack_failed", queue=self.queue_key, error=repr(exc))
                 continue
-            MESSAGES_CONSUMED.labels(queue=self.queue_key, result="ok").inc()
-            HANDLER_SECONDS.labels(queue=self.queue_key).observe(done - waiting.arrived)
+            succeeded.inc()
+            seconds.observe(done - waiting.arrived)
 
 
 def batcher(
@@ -264,7 +264,7 @@ def consume_batched(
         return None
     batch = batcher(broker, topology, senders, queue_key, work, engine=engine, size=size)
 
-    async def handler(msg: Delivery) -> None:
+    async def handler(msg: RabbitMessage) -> None:
         await batch.submit(msg)
 
     consumer.subscribe(broker, topology, queue_key, handler, prefetch=prefetch, bind=bind)

@@ -17,7 +17,7 @@ and hand their work to ``settle``, which classifies the outcome:
   with reason ``handler_failed`` instead, so the reason is never just "delivery limit".
 
 ``consume`` subscribes a queue's work this way (the one place a service's consumer is declared);
-``raw_body`` and ``Delivery`` are its parts, for a subscriber that settles by other rules (the
+``raw_body`` and ``delivered`` are its parts, for a subscriber that settles by other rules (the
 dead-letter archive).
 
 A dead-letter copy is published by this consumer, so it carries this consumer's ``user_id``; it
@@ -29,17 +29,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 import structlog
 from faststream import AckPolicy
-from faststream._internal.context import Context
 from faststream.rabbit import Channel, RabbitBroker
 from faststream.rabbit.message import RabbitMessage
 from pydantic import ValidationError
 from signoff_contracts.ids import new_id
 
-from signoff_runtime.metrics import HANDLER_SECONDS, MESSAGES_CONSUMED, MESSAGES_DEAD_LETTERED
+from signoff_runtime.metrics import MESSAGES_CONSUMED, MESSAGES_DEAD_LETTERED, handled
 from signoff_runtime.senders import SENDER_HEADER, Senders
 from signoff_runtime.topology import Topology
 from signoff_runtime.transient import is_transient
@@ -49,19 +48,24 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 
-class _AsyncContext(Context):
-    """FastStream's ``Context`` field, resolved on the event loop.
+Handler = Callable[[RabbitMessage], Awaitable[None]]
 
-    fast_depends runs a custom field's synchronous ``use`` in a worker thread: with FastStream's
-    own ``RabbitMessage`` annotation every delivery paid a thread hand-off before its handler ran.
+
+def delivered(broker: RabbitBroker, handler: Handler) -> Callable[[Any], Awaitable[None]]:
+    """``handler`` as FastStream calls a subscriber (with the decoded body), given the delivery.
+
+    FastStream keeps the delivery in its context for the message's duration; reading it there
+    is a dictionary lookup. Asked for in the signature (``Context("message")``) it cost a task
+    group and a task per message in fast_depends, and FastStream's own ``RabbitMessage``
+    annotation a worker-thread hand-off besides (issue 18, ``signoff_bench.subscriber``).
     """
+    deliveries = broker.context
 
-    async def use(self, /, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
-        return super().use(**kwargs)
+    async def call(body: Any) -> None:
+        await handler(deliveries.get_local("message"))
 
-
-#: the delivery, for a handler's signature (``msg: Delivery``) in place of ``RabbitMessage``
-Delivery = Annotated[RabbitMessage, _AsyncContext("message")]
+    call.__name__ = call.__qualname__ = handler.__name__
+    return call
 
 
 async def raw_body(msg: Any) -> Any:
@@ -86,7 +90,7 @@ def consume(
     each delivery settled by ``settle``. ``bind`` also binds the queue to its exchange (the
     topology binds it already; a service that declares its own consumers' bindings asks)."""
 
-    async def handler(msg: Delivery) -> None:
+    async def handler(msg: RabbitMessage) -> None:
         await settle(
             msg,
             broker=broker,
@@ -103,14 +107,15 @@ def subscribe(
     broker: RabbitBroker,
     topology: Topology,
     queue_key: str,
-    handler: Callable[[Delivery], Awaitable[None]],
+    handler: Handler,
     *,
     prefetch: int,
     bind: bool = False,
 ) -> None:
     """Subscribe ``handler`` to ``queue_key`` as ``consume`` does (and ``signoff_runtime.batching``
     for its batches): manual acks, ``prefetch``, the body left as bytes, no reply."""
-    handler.__name__ = handler.__qualname__ = f"on_{queue_key.replace('.', '_').replace('-', '_')}"
+    call = delivered(broker, handler)
+    call.__name__ = call.__qualname__ = f"on_{queue_key.replace('.', '_').replace('-', '_')}"
     exchange = topology.exchange(topology.spec(queue_key).exchange) if bind else None
     broker.subscriber(
         topology.queue(queue_key),
@@ -119,7 +124,7 @@ def subscribe(
         channel=Channel(prefetch_count=prefetch),
         no_reply=True,
         decoder=raw_body,
-    )(handler)
+    )(call)
 
 
 class PermanentError(Exception):
@@ -234,8 +239,9 @@ async def settle(
             MESSAGES_CONSUMED.labels(queue=queue_key, result="retried").inc()
         return None
     await msg.ack()
-    MESSAGES_CONSUMED.labels(queue=queue_key, result="ok").inc()
-    HANDLER_SECONDS.labels(queue=queue_key).observe(time.perf_counter() - started)
+    succeeded, seconds = handled(queue_key)
+    succeeded.inc()
+    seconds.observe(time.perf_counter() - started)
     return result
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from prometheus_client import Counter, Gauge, Histogram
 
 OUTBOX_PUBLISHED = Counter(
@@ -57,3 +59,10 @@ BATCH_WAITING = Gauge(
     "Deliveries waiting for the batch in flight to settle before they are handled, by queue.",
     ["queue"],
 )
+
+
+@functools.cache
+def handled(queue: str) -> tuple[Counter, Histogram]:
+    """``queue``'s ``ok`` count and handler-time histogram, looked up once: a label lookup costs
+    more than the count it finds (~4 µs a message, issue 18)."""
+    return MESSAGES_CONSUMED.labels(queue=queue, result="ok"), HANDLER_SECONDS.labels(queue=queue)

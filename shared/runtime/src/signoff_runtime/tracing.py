@@ -1,8 +1,8 @@
 """One trace from a person's turn (or a propose call) to the outcome's hand-back: OpenTelemetry.
 
 Every process installs the SDK's tracer provider at start (``configure``), named
-``signoff-<service>``. Spans are always made — their ids are real, each hop has its own span id,
-and every log line carries ``trace_id``/``span_id`` — but nothing leaves the process unless the
+``signoff-<service>``. Spans are made whether or not they are exported — their ids are real and
+every log line carries ``trace_id``/``span_id`` — but nothing leaves the process unless the
 standard variable ``OTEL_TRACES_EXPORTER`` names an exporter: ``otlp`` (OTLP over HTTP, set up by
 the standard ``OTEL_EXPORTER_OTLP_*`` variables; compose points it at Jaeger), ``console``, or
 ``jsonl`` (one compact JSON line per span, nanosecond times, into a file of each process's own in
@@ -14,9 +14,12 @@ Where the spans come from:
 - **HTTP requests** — FastAPI's instrumentation (``instrument_app``): a server span per request,
   named by its route template, continuing a W3C ``traceparent`` the caller sent; the response
   carries the request's ``traceparent`` back.
-- **Messages** — FastStream's telemetry middleware (``broker_middlewares``): a consumer span per
-  message, a child of the ``traceparent`` the message carries, current while its handler runs;
-  every FastStream publish (replies included) carries the current context.
+- **Messages** — ``broker_middlewares`` (``signoff_runtime.message_spans``): when exporting, a
+  consumer span ``<queue> process`` per message, a child of the ``traceparent`` the message
+  carries, current while its handler runs; when not, no span: the handler runs in the context the
+  message carried (its log lines name the sender's span), which goes on unchanged, so a trace
+  that continues in a process that exports stays whole. Every FastStream publish (replies
+  included) carries the current context unless it names a ``traceparent`` of its own.
 - **Publishes outside FastStream** carry ``headers()``: the request-reply client, and the outbox.
   An outbox row stores the ``traceparent`` of the span that made the state change, so its
   consumer's span is that span's child although the relay publishes it later — the contract
@@ -45,10 +48,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from fastapi import FastAPI
-from faststream.rabbit.opentelemetry import RabbitTelemetryMiddleware
 from opentelemetry import context, trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from signoff_runtime.message_spans import Propagated, Traced
 
 HEADER = "traceparent"
 _FORMAT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
@@ -150,8 +154,10 @@ def flush(timeout_ms: int = 5_000) -> None:
 
 
 def broker_middlewares() -> list[Any]:
-    """FastStream's telemetry middleware, on the process's tracer provider."""
-    return [RabbitTelemetryMiddleware(tracer_provider=trace.get_tracer_provider())]
+    """The broker's message tracing (``signoff_runtime.message_spans``): a consumer span per
+    message when spans are exported, else only the context carried through (call after
+    ``configure``)."""
+    return [Traced(trace.get_tracer_provider()) if exporting() else Propagated()]
 
 
 def instrument_app(app: FastAPI) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 import structlog
 from faststream import AckPolicy
 from faststream.rabbit import Channel, RabbitQueue
-from signoff_runtime.consumer import Delivery, raw_body
+from faststream.rabbit.message import RabbitMessage
+from signoff_runtime.consumer import delivered, raw_body
 from signoff_runtime.senders import SENDER_HEADER, Senders
 from signoff_runtime.service import Runtime
 from signoff_runtime.topology import QUEUES, Topology
@@ -115,13 +116,7 @@ def register(runtime: Runtime, *, prefetch: int) -> None:
 def _subscribe(runtime: Runtime, key: str, prefetch: int) -> None:
     engine, topology, senders = runtime.engine, runtime.topology, runtime.senders
 
-    @runtime.broker.subscriber(
-        RabbitQueue(topology.dlq(key), declare=False),
-        channel=Channel(prefetch_count=prefetch),
-        ack_policy=AckPolicy.MANUAL,
-        decoder=raw_body,
-    )
-    async def on_dead_letter(msg: Delivery) -> None:
+    async def on_dead_letter(msg: RabbitMessage) -> None:
         try:
             await archive(engine, topology, key, msg.raw_message, senders)
         except Exception as exc:  # never drop a dead letter: keep it for the next try
@@ -134,3 +129,10 @@ def _subscribe(runtime: Runtime, key: str, prefetch: int) -> None:
             await msg.nack(requeue=True)
             return
         await msg.ack()
+
+    runtime.broker.subscriber(
+        RabbitQueue(topology.dlq(key), declare=False),
+        channel=Channel(prefetch_count=prefetch),
+        ack_policy=AckPolicy.MANUAL,
+        decoder=raw_body,
+    )(delivered(runtime.broker, on_dead_letter))
