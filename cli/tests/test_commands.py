@@ -25,7 +25,7 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def app() -> object:
     if not any(group.name == "proposals" for group in main.app.registered_groups):
-        main._mount_plugins()
+        main.mount_plugins()
     return main.app
 
 
@@ -156,3 +156,48 @@ def test_a_service_process_imports_no_other_command_no_alembic_no_rich() -> None
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "Usage" in done.stdout, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "imported: []", done.stdout
+
+
+#: what a service's process must not import: other commands' modules (typer among them), and
+#: what only a terminal or a WebSocket would use (``signoff_cli`` and each service's ``serve``)
+NOT_IN_A_SERVICE = (
+    "typer",
+    "shellingham",
+    "signoff_cli.commands",
+    "signoff_cli.database",
+    "signoff_cli.dev",
+    "signoff_cli.docs",
+    "signoff_cli.status",
+    "signoff_runtime.testing",
+    "signoff_bench",
+    "alembic",
+    "rich",
+    "pygments",
+    "websockets",
+)
+
+
+@pytest.mark.parametrize("service", ["agent", "proposals", "executor", "reconciler"])
+def test_signoff_serve_builds_the_service_without_the_command_line(service: str) -> None:
+    """The whole of ``signoff serve NAME`` up to the server's start (``uvicorn.run`` recorded, not
+    run: no connection is made), then which of ``NOT_IN_A_SERVICE`` is in ``sys.modules``."""
+    code = (
+        "import sys\n"
+        "import uvicorn\n"
+        "calls = []\n"
+        "uvicorn.run = lambda app, **kw: calls.append(kw)\n"
+        f"sys.argv[1:] = ['serve', {service!r}]\n"
+        "from signoff_cli.main import main\n"
+        "main()\n"
+        f"unwanted = {NOT_IN_A_SERVICE!r}\n"
+        "print('ws:', [kw.get('ws') for kw in calls])\n"
+        "print('imported:', sorted(name for name in unwanted if sys.modules.get(name)))\n"
+    )
+    env = {**os.environ, "SIGNOFF_ENV": "test", "SIGNOFF_LOG_LEVEL": "WARNING"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    *_, ws, imported = done.stdout.strip().splitlines()
+    assert ws == "ws: ['none']", done.stdout
+    assert imported == "imported: []", done.stdout

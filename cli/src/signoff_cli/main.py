@@ -1,162 +1,40 @@
-"""``signoff``: core commands here, everything else mounted from ``signoff.cli`` entry points.
+"""The ``signoff`` entry point: ``signoff serve NAME`` straight to the service, the rest to typer.
 
-Core: ``token`` (prints only a bearer token), ``keys generate`` (a fresh Ed25519 key pair),
-``serve SERVICE`` (runs a service found under ``signoff.services``), ``db create`` /
-``db migrate`` / ``db wait``, ``dev run`` (what ``make run`` calls) and ``--version``.
-
-Every command reads its settings through ``signoff_runtime.settings.load``: a refused or
-malformed setting ends the command with one line naming the variable (exit code 2), never a
-traceback.
-
-``SIGNOFF_ENV``: ``serve`` refuses to start without it (an image must say what it is; no silent
-``dev``); ``dev run`` sets ``dev`` for the services it starts, test fixtures set ``test``. The
-other commands — an operator's tools — keep the ``dev`` default of ``ServiceSettings``.
-A service or domain adds its own group (``signoff proposals show``, ``signoff demo seed``) by
-declaring a ``signoff.cli`` entry point that names a ``typer.Typer``.
+A service's process (``signoff serve NAME``) runs one service for its whole life, and every module
+it imports stays in its memory: the command group (``commands``: typer, the token issuer, the
+database, dev, docs and status commands) and the other packages' groups (the web, the proposals
+service, the club's seeding: ``signoff.cli`` entry points) are not loaded for it — ≈ 1.5 MB of
+each service. Anything else, ``serve --help`` and an unknown service's name included, goes
+through ``commands.app`` as before. ``app`` and ``mount_plugins`` are still reachable here (a
+lazy attribute) for the tests and tools that drive the command group in-process.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 import sys
-from enum import StrEnum
-from importlib.metadata import entry_points, version
-
-import typer
-from signoff_runtime import keys
-from signoff_runtime.registry import load_directory
-from signoff_runtime.settings import IssuerSettings, ServiceSettings, load
-from signoff_runtime.tokens import AGENT_AUDIENCE, PROPOSALS_AUDIENCE, issue_token
-
-from signoff_cli import database, dev, docs, status
-
-app = typer.Typer(
-    no_args_is_help=True, add_completion=False, help="signoff: propose, approve, execute."
-)
-app.add_typer(database.app, name="db")
-app.add_typer(dev.app, name="dev")
-app.add_typer(docs.app, name="docs")
-app.command("status")(status.status)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"signoff {version('signoff-cli')}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    _version: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
-    ),
-) -> None:
-    """signoff: propose, approve, execute."""
-
-
-keys_app = typer.Typer(no_args_is_help=True, help="Ed25519 keys for tokens and contracts.")
-app.add_typer(keys_app, name="keys")
-
-
-class TokenSettings(ServiceSettings):
-    """``signoff token`` is an issuer: it reads the token private key (``SIGNOFF_AUTH__*``)."""
-
-    auth: IssuerSettings = IssuerSettings()
-
-
-class Audience(StrEnum):
-    agent = "agent"
-    proposals = "proposals"
-    both = "both"
-
-
-_AUDIENCES = {Audience.agent: AGENT_AUDIENCE, Audience.proposals: PROPOSALS_AUDIENCE}
-
-
-@app.command()
-def token(
-    user: str = typer.Option(..., "--user", help="The user id (usr_…) or e-mail to issue for."),
-    org: str | None = typer.Option(None, "--org", help="Organization id; needed if several."),
-    ttl: int | None = typer.Option(None, "--ttl", help="Lifetime in seconds."),
-    audience: Audience = typer.Option(
-        Audience.both, "--audience", help="The API it is for: agent, proposals (approving) or both."
-    ),
-) -> None:
-    """Print a bearer token for a member (and nothing else)."""
-    settings = load(TokenSettings, "token")
-    user_id, org_id = asyncio.run(_resolve_member(settings, user, org))
-    aud = _AUDIENCES.get(audience)
-    typer.echo(issue_token(settings.auth, user_id, org_id, ttl, audience=aud))
-
-
-@keys_app.command("generate")
-def generate_keys(
-    kid: str | None = typer.Option(None, "--kid", help="Key id; default: derived from the key."),
-) -> None:
-    """Print a fresh Ed25519 pair as JSON: ``kid``, ``private_key``, ``public_key`` (base64url).
-
-    The private key goes to the one holder (the web and ``signoff token`` for tokens, the
-    proposals service for contracts); ``{kid: public_key}`` to the verifiers.
-    """
-    derived, private, public = keys.generate()
-    found = {"kid": kid or derived, "private_key": private, "public_key": public}
-    typer.echo(json.dumps(found))
-
-
-async def _resolve_member(settings: ServiceSettings, user: str, org: str | None) -> tuple[str, str]:
-    from signoff_runtime.db import create_engine
-
-    engine = create_engine(settings.db, application_name="signoff-cli")
-    try:
-        async with engine.connect() as conn:
-            members = await load_directory().memberships(conn, user)
-    finally:
-        await engine.dispose()
-    if org is not None:
-        members = [m for m in members if m.organization_id == org]
-    if len(members) != 1:
-        raise typer.BadParameter(
-            f"{user!r} has {len(members)} matching memberships; pass --org"
-            if members
-            else f"{user!r} is not a member of any organization",
-            param_hint="--user",
-        )
-    return members[0].user_id, members[0].organization_id
-
-
-def _installed_services() -> str:
-    names = sorted(ep.name for ep in entry_points(group="signoff.services"))
-    return ", ".join(names) or "none installed"
-
-
-@app.command()
-def serve(
-    service: str = typer.Argument(..., help=f"One of the installed: {_installed_services()}."),
-) -> None:
-    """Run one service in the foreground until SIGTERM or Ctrl-C."""
-    if not os.environ.get("SIGNOFF_ENV"):
-        # one line, no traceback: an image or unit file that forgot to say what it is
-        sys.stderr.write(
-            f"signoff {service}: refusing to start: SIGNOFF_ENV is not set (prod, test or dev; "
-            "`signoff dev run` sets dev)\n"
-        )
-        raise SystemExit(2)
-    found = {ep.name: ep for ep in entry_points(group="signoff.services")}
-    if service not in found:
-        raise typer.BadParameter(f"unknown service; known: {', '.join(sorted(found))}")
-    found[service].load()()
-
-
-def _mount_plugins() -> None:
-    for ep in entry_points(group="signoff.cli"):
-        app.add_typer(ep.load(), name=ep.name)
+from typing import Any
 
 
 def main() -> None:
-    # a service's process runs one service: the other packages' command groups (and the web,
-    # the proposals service, the club's seeding they import: ≈ 3 MB) stay out of it
-    if sys.argv[1:2] != ["serve"]:
-        _mount_plugins()
-    sys.exit(app())
+    argv = sys.argv[1:]
+    if len(argv) == 2 and argv[0] == "serve" and not argv[1].startswith("-"):
+        from signoff_cli import serving
+
+        serving.refuse_without_env(argv[1])
+        found = serving.find(argv[1])
+        if found is not None:
+            serving.run(argv[1], found)
+            return
+    from signoff_cli import commands
+
+    if argv[:1] != ["serve"]:
+        commands.mount_plugins()
+    sys.exit(commands.app())
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("app", "mount_plugins"):
+        from signoff_cli import commands
+
+        return getattr(commands, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

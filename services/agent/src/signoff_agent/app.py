@@ -129,5 +129,6 @@ def serve() -> None:
         host=settings.agent.host,
         port=settings.agent.port,
         log_config=None,
+        ws="none",  # no WebSocket route: uvicorn would otherwise import websockets (≈ 1 MB)
         timeout_graceful_shutdown=30,
     )

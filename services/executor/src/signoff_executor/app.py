@@ -103,6 +103,7 @@ def serve(operations: Operations | None = None, directory: Directory | None = No
         host=settings.executor.host,
         port=settings.executor.port,
         lifespan="on",
+        ws="none",  # no WebSocket route: uvicorn would otherwise import websockets (≈ 1 MB)
         log_config=None,
         timeout_graceful_shutdown=5,
     )

@@ -135,6 +135,7 @@ def serve() -> None:
         host=settings.proposals.host,
         port=settings.proposals.port,
         log_config=None,
+        ws="none",  # no WebSocket route: uvicorn would otherwise import websockets (≈ 1 MB)
         access_log=False,
         # open event streams end only when their reader goes: do not wait for them forever
         timeout_graceful_shutdown=10,

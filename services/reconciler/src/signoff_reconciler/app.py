@@ -84,6 +84,7 @@ def serve(operations: Operations | None = None) -> None:
         host=settings.reconciler.host,
         port=settings.reconciler.port,
         lifespan="on",
+        ws="none",  # no WebSocket route: uvicorn would otherwise import websockets (≈ 1 MB)
         log_config=None,
         timeout_graceful_shutdown=5,
     )
