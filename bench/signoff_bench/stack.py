@@ -4,8 +4,9 @@ The environment is the one every test stack shares (``signoff_runtime.testing.pr
 ``stack_env``) without the tests' shortened timings — each service keeps its defaults — and with
 what would otherwise interfere with a benchmark raised or slowed: the pending-proposal quotas
 (thousands wait at once here), e-mail notices (off: see ``BENCH_ENV``), and the expiry sweep's
-interval — nothing lapses while batches are measured; the growth measurement restarts the proposals service with ``GROWTH_ENV``, so that its
-own sweep takes each lapsed batch at once, and reads how long that took from its ``/metrics``.
+interval — nothing lapses while batches are measured; the growth measurement restarts the
+proposals service with ``GROWTH_ENV``, so that its own sweep takes each lapsed batch at once, and
+reads how long that took from its ``/metrics``.
 The expiry batch is set here because that measurement lapses exactly one batch at a time.
 Nothing is tuned for speed. The card provider answers every refund after
 ``provider_delay_ms`` (its own ``delay`` fault at probability 1): the executor scaling batches
