@@ -58,7 +58,9 @@ class _Table:
 
     async def create(self) -> None:
         async with self.engine.begin() as conn:
-            await conn.execute(text(f"CREATE TABLE {self.name} (message_id text, body text, tx text)"))
+            await conn.execute(
+                text(f"CREATE TABLE {self.name} (message_id text, body text, tx text)")
+            )
 
     async def each(self, tx: UnitOfWork, msg: RabbitMessage) -> Then:
         message_id, body = str(msg.message_id), bytes(msg.body).decode()
@@ -95,10 +97,7 @@ class _Table:
     async def rows(self, message_ids: Sequence[str]) -> list[Any]:
         async with self.engine.connect() as conn:
             found = await conn.execute(
-                text(
-                    f"SELECT message_id, body, tx FROM {self.name} "
-                    "WHERE message_id = ANY(:ids)"
-                ),
+                text(f"SELECT message_id, body, tx FROM {self.name} WHERE message_id = ANY(:ids)"),
                 {"ids": list(message_ids)},
             )
             return list(found)

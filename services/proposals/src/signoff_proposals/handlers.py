@@ -6,7 +6,8 @@ publishes it (``signoff_runtime.rpc.answer``).
 
 Outcomes, the busiest queue, are recorded a batch at a time (``signoff_runtime.batching``: the
 reports waiting together in one transaction, at most ``SIGNOFF_AMQP__BATCH_SIZE``). Approval
-commands are decided a batch at a time too, each in its own savepoint of the batch's transaction
+commands can be decided a batch at a time too (``SIGNOFF_PROPOSALS__APPROVAL_BATCH_SIZE`` above
+1; off by default, being slower here), each in its own savepoint of the batch's transaction
 (``signoff_runtime.savepoints``), their replies published once it has committed; a command that
 fails in a batch is settled by itself, as it would be without batches.
 
@@ -77,7 +78,8 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
 
 
 def _decisions(ctx: Context, broker: RabbitBroker, senders: Senders) -> None:
-    """Approval commands, a batch at a time: one savepoint each, replies after the commit."""
+    """Approval commands, one at a time or (``approval_batch_size`` above 1) a batch at a time:
+    one savepoint each, replies after the commit."""
     key = "proposals.approvals"
 
     async def each(tx: UnitOfWork, msg: Message) -> savepoints.Then:
@@ -94,7 +96,7 @@ def _decisions(ctx: Context, broker: RabbitBroker, senders: Senders) -> None:
         alone=_answering(ctx, broker, key, decision_handlers.answer),
         engine=ctx.engine,
         prefetch=ctx.settings.amqp.prefetch,
-        size=ctx.settings.amqp.batch_size,
+        size=ctx.settings.proposals.approval_batch_size,
         bind=True,
     )
 

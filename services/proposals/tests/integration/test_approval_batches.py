@@ -1,5 +1,6 @@
 """Approval commands decided a batch at a time (``signoff_runtime.savepoints``) by the running
-service: each in its own savepoint of one transaction, replies after the commit.
+service (``SIGNOFF_PROPOSALS__APPROVAL_BATCH_SIZE`` 32): each in its own savepoint of one
+transaction, replies after the commit.
 
 To know which commands arrive together, a test holds the lock of a "gate" proposal: the gate's
 approval blocks its batch in the database, the commands sent meanwhile wait behind it
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -22,16 +23,25 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ApproveProposal
 from signoff_contracts.v2 import ApprovalReply
 from signoff_proposals.metrics import APPROVAL_COMMANDS
+from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.metrics import BATCH_SIZE, BATCH_WAITING, BATCHES_SPLIT
 from signoff_runtime.rpc import Requester
 from signoff_runtime.testing import wait_until
 from sqlalchemy import text
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def settings(settings: ProposalsSettings) -> ProposalsSettings:
+    batched = settings.proposals.model_copy(update={"approval_batch_size": 32})
+    return settings.model_copy(update={"proposals": batched})
+
+
 QUEUE = "proposals.approvals"
 #: sends a command and waits for its reply (many at once: FastStream's own ``request`` would
 #: hold one lock per broker for each round trip)
-Ask = Callable[[ApproveProposal], Awaitable[ApprovalReply]]
+Ask = Callable[[ApproveProposal], Coroutine[Any, Any, ApprovalReply]]
 
 
 def _sizes() -> tuple[float, float]:
