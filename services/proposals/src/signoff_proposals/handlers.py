@@ -5,7 +5,11 @@ Wiring only: each queue's work is its feature's ``handlers`` module (``intake``,
 publishes it (``signoff_runtime.rpc.answer``).
 
 Outcomes, the busiest queue, are recorded a batch at a time (``signoff_runtime.batching``: the
-reports waiting together in one transaction, at most ``SIGNOFF_AMQP__BATCH_SIZE``).
+reports waiting together in one transaction, at most ``SIGNOFF_AMQP__BATCH_SIZE``). Approval
+commands can be decided a batch at a time too (``SIGNOFF_PROPOSALS__APPROVAL_BATCH_SIZE`` above
+1; off by default, being slower here), each in its own savepoint of the batch's transaction
+(``signoff_runtime.savepoints``), their replies published once it has committed; a command that
+fails in a batch is settled by itself, as it would be without batches.
 
 Each subscriber acks manually through ``settle`` (after its transaction committed) and parses
 the body itself, so a malformed message is answered or dead-lettered with a reason instead of
@@ -29,8 +33,9 @@ from collections.abc import Awaitable, Callable
 from faststream.rabbit import RabbitBroker
 from faststream.rabbit.message import RabbitMessage as Message
 from signoff_contracts.v1 import Envelope
-from signoff_runtime import batching, consumer, rpc
+from signoff_runtime import batching, consumer, rpc, savepoints
 from signoff_runtime.senders import Senders, broker_user
+from signoff_runtime.unit_of_work import UnitOfWork
 
 from signoff_proposals.context import Context
 from signoff_proposals.decisions import handlers as decision_handlers
@@ -52,11 +57,11 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
     # request-reply queues: a final failure still gets a typed rejection
     answered = {
         "proposals.requests": intake_handlers.answer,
-        "proposals.approvals": decision_handlers.answer,
         "proposals.pause-points": pause_point_handlers.answer,
     }
     for key, answer in answered.items():
         consume(key, _answering(ctx, broker, key, answer))
+    _decisions(ctx, broker, senders)
     batching.consume_batched(
         broker,
         topo,
@@ -70,6 +75,37 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
     )
     consume("proposals.reconciliation", lambda msg: _checked(ctx, msg))
     consume("proposals.notifications", lambda msg: notification_handlers.on_event(ctx, msg))
+
+
+def _decisions(ctx: Context, broker: RabbitBroker, senders: Senders) -> None:
+    """Approval commands, one at a time or (``approval_batch_size`` above 1) a batch at a time:
+    one savepoint each, replies after the commit."""
+    key = "proposals.approvals"
+
+    async def each(tx: UnitOfWork, msg: Message) -> savepoints.Then:
+        return await decision_handlers.answer_in_batch(
+            ctx, tx, msg, lambda envelope: _reply(ctx, broker, msg, envelope)
+        )
+
+    savepoints.consume_each(
+        broker,
+        ctx.topology,
+        senders,
+        key,
+        each,
+        alone=_answering(ctx, broker, key, decision_handlers.answer),
+        engine=ctx.engine,
+        prefetch=ctx.settings.amqp.prefetch,
+        size=ctx.settings.proposals.approval_batch_size,
+        bind=True,
+    )
+
+
+async def _reply(ctx: Context, broker: RabbitBroker, msg: Message, envelope: Envelope) -> None:
+    amqp = ctx.settings.amqp
+    await rpc.answer(
+        broker, msg, envelope, user_id=broker_user(amqp.url), timeout=amqp.publish_timeout_s
+    )
 
 
 async def _checked(ctx: Context, msg: Message) -> None:
@@ -97,10 +133,7 @@ async def _answered(
     """The work for a request-reply queue: answer, and a final failure still gets a rejection."""
 
     async def reply(envelope: Envelope) -> None:
-        amqp = ctx.settings.amqp
-        await rpc.answer(
-            broker, msg, envelope, user_id=broker_user(amqp.url), timeout=amqp.publish_timeout_s
-        )
+        await _reply(ctx, broker, msg, envelope)
 
     async def work() -> None:
         await reply(await answer(ctx, msg))

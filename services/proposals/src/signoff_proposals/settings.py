@@ -41,6 +41,10 @@ class ProposalsGroup(BaseModel):
     #: a turn the agent starts on a pause point's resolution has no token: its requests may
     #: speak for that pause point's person this long after the resolution (``identity``)
     resume_window_s: float = Field(default=900.0, gt=0)
+    #: the most approval commands decided in one transaction, each in its own savepoint
+    #: (``signoff_runtime.savepoints``); 1, the default: each in its own transaction, up to the
+    #: prefetch at once — measured faster here (docs/benchmarks.md, "approvals arriving at once")
+    approval_batch_size: int = Field(default=1, ge=1, le=1000)
     #: ``module:callable`` returning ``(operations, directory)`` instead of the entry points.
     #: Tests only: refused unless ``SIGNOFF_ENV=test``.
     test_plugin: str | None = None

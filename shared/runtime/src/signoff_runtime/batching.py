@@ -23,6 +23,11 @@ the deliveries that are waiting, at most ``size`` at a time, in ONE ``unit_of_wo
   each message's inbox row (written in the same transaction) says it was recorded.
 - the sender check comes first, message by message: a refused one goes to ``settle``, which
   dead-letters it without handing it to the work.
+- a batch's ``run`` may also say, message by message (``Settled``), what is to be done once the
+  commit answered and before the ack (publish a reply), or that a message is to be settled alone
+  after all (its own part of the batch was undone: ``signoff_runtime.savepoints``). A message
+  whose after-commit action fails is settled alone too, not acked: its redelivery is answered
+  from what the commit stored.
 
 This sits at the FastStream handler, not under it at aio-pika's level: each delivery's handler
 still runs until its own message is settled, so FastStream's graceful stop (which waits for the
@@ -62,6 +67,11 @@ log = structlog.get_logger(__name__)
 #: must wait for the commit is registered with ``tx.after_commit``
 BatchWork = Callable[[UnitOfWork, Sequence[RabbitMessage]], Awaitable[object]]
 
+#: what a batch's ``run`` says of one of its messages once the commit answered: ``None``, ack
+#: it; an action, await it, then ack it; ``ALONE``, settle it by itself (through ``settle``)
+Settled = Callable[[], Awaitable[object]] | Literal["alone"] | None
+ALONE: Literal["alone"] = "alone"
+
 #: what a waiting delivery is told: lead the next batch, its batch settled it (or gave it up,
 #: unacknowledged, when cancelled), or settle it alone on its own task
 Fate = Literal["lead", "done", "alone"]
@@ -96,7 +106,7 @@ class Batcher:
         queue_key: str,
         *,
         size: int,
-        run: Callable[[Sequence[RabbitMessage]], Awaitable[object]],
+        run: Callable[[Sequence[RabbitMessage]], Awaitable[Sequence[Settled] | None]],
         alone: Callable[[RabbitMessage], Awaitable[object]],
         accepts: Callable[[RabbitMessage], bool] = lambda _: True,
     ) -> None:
@@ -180,7 +190,7 @@ class Batcher:
     async def _commit(self, batch: list[_Waiting]) -> None:
         BATCH_SIZE.labels(queue=self.queue_key).observe(len(batch))
         try:
-            await self._run([waiting.msg for waiting in batch])
+            settled = await self._run([waiting.msg for waiting in batch])
         except Exception as exc:
             if len(batch) > 1:
                 BATCHES_SPLIT.labels(queue=self.queue_key).inc()
@@ -191,15 +201,31 @@ class Batcher:
                 waiting.release("alone")
             return
         done = time.perf_counter()
-        succeeded, seconds = handled(self.queue_key)
-        for waiting in batch:
+        fates = [None] * len(batch) if settled is None else list(settled)
+        # the after-commit actions (replies) go out together, each message acked after its own
+        await asyncio.gather(
+            *(self._ack(w, fate, done) for w, fate in zip(batch, fates, strict=True))
+        )
+
+    async def _ack(self, waiting: _Waiting, fate: Settled, done: float) -> None:
+        if fate == ALONE:
+            waiting.release("alone")
+            return
+        if fate is not None:
             try:
-                await waiting.msg.ack()
-            except Exception as exc:  # the channel is gone: redelivered, the inbox drops it
-                log.warning("batch.ack_failed", queue=self.queue_key, error=repr(exc))
-                continue
-            succeeded.inc()
-            seconds.observe(done - waiting.arrived)
+                await fate()
+            except Exception as exc:  # settled alone: its redelivery is answered from the commit
+                log.warning("batch.after_commit_failed", queue=self.queue_key, error=repr(exc))
+                waiting.release("alone")
+                return
+        try:
+            await waiting.msg.ack()
+        except Exception as exc:  # the channel is gone: redelivered, the inbox drops it
+            log.warning("batch.ack_failed", queue=self.queue_key, error=repr(exc))
+            return
+        succeeded, seconds = handled(self.queue_key)
+        succeeded.inc()
+        seconds.observe(done - waiting.arrived)
 
 
 def batcher(

@@ -18,6 +18,11 @@ on a fresh connection whether the transaction did commit (the executor re-reads 
   the delivery, and whoever handles the redelivery reads the row first and finds the truth there.
 
 ``run`` is the same for a body whose result says what its commit must have left behind.
+
+``savepoint`` is a part of the transaction that can be undone by itself (a SAVEPOINT): a
+consumer that records many messages in one transaction (``signoff_runtime.savepoints``) gives
+each its own, so one message's failure takes back its own statements and its own after-commit
+actions, and nothing of its neighbours'.
 """
 
 from __future__ import annotations
@@ -55,6 +60,10 @@ def current(conn: AsyncConnection) -> UnitOfWork | None:
     return uow if uow is not None and uow.conn is conn else None
 
 
+class TransactionLost(Exception):
+    """A savepoint could not be rolled back: nothing more can be done in the transaction."""
+
+
 @dataclass(eq=False)
 class UnitOfWork:
     """The transaction's connection, and the actions to run once it has committed."""
@@ -65,6 +74,25 @@ class UnitOfWork:
     def after_commit(self, action: AfterCommit) -> None:
         """Run ``action`` (a function, or a coroutine function) once the commit answered."""
         self._after.append(action)
+
+    @contextlib.asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """A SAVEPOINT around the block: an exception out of it rolls the transaction back to
+        the savepoint — the block's statements and the after-commit actions it registered are
+        undone, the transaction goes on — and propagates. Should the rollback itself fail (the
+        connection is lost), ``TransactionLost`` propagates instead: the transaction is over."""
+        nested = await self.conn.begin_nested()
+        mark = len(self._after)
+        try:
+            yield
+        except BaseException:
+            del self._after[mark:]
+            try:
+                await nested.rollback()
+            except Exception as exc:
+                raise TransactionLost(repr(exc)) from exc
+            raise
+        await nested.commit()
 
     async def _committed(self) -> None:
         for action in self._after:

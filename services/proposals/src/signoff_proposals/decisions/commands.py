@@ -50,21 +50,33 @@ COMMAND_NAMES = {
 
 
 async def answer(ctx: Context, command: ApprovalCommand) -> ApprovalReply:
+    """The command decided in a transaction of its own (the queue's consumer without batches)."""
     refused = over_rate(ctx, command)
     if refused is not None:
         return refused
     try:
         async with unit_of_work(ctx.engine) as tx:
-            if not await first_delivery(tx.conn, inbox, command.message_id):
-                stored = await stored_result(tx.conn, inbox, command.message_id)
-                if stored is None:  # the first delivery always stores its reply in its tx
-                    raise RuntimeError("inbox row without a stored reply")
-                return ApprovalReply.model_validate(stored)
-            reply = await _dispatch(ctx, tx, command)
-            reply = reply.model_copy(update={"causation_id": command.message_id})
-            await store_result(tx.conn, inbox, command.message_id, reply.model_dump(mode="json"))
+            return await decided(ctx, tx, command)
     except revisions.Unremembered as unremembered:
-        return unremembered.reply.model_copy(update={"causation_id": command.message_id})
+        return unremembered.reply
+
+
+async def decided(ctx: Context, tx: UnitOfWork, command: ApprovalCommand) -> ApprovalReply:
+    """The command decided on ``tx`` with its inbox row and its stored reply (or the reply a
+    replay finds stored); ``revisions.Unremembered`` (its reply's ``causation_id`` set) when
+    nothing of ``tx`` may be kept."""
+    if not await first_delivery(tx.conn, inbox, command.message_id):
+        stored = await stored_result(tx.conn, inbox, command.message_id)
+        if stored is None:  # the first delivery always stores its reply in its tx
+            raise RuntimeError("inbox row without a stored reply")
+        return ApprovalReply.model_validate(stored)
+    try:
+        reply = await _dispatch(ctx, tx, command)
+    except revisions.Unremembered as unremembered:
+        caused = unremembered.reply.model_copy(update={"causation_id": command.message_id})
+        raise revisions.Unremembered(caused) from None
+    reply = reply.model_copy(update={"causation_id": command.message_id})
+    await store_result(tx.conn, inbox, command.message_id, reply.model_dump(mode="json"))
     return reply
 
 
