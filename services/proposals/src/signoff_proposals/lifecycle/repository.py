@@ -6,6 +6,9 @@ changes here: that is ``transitions``, the one code that moves a proposal.
 The clock is ``statement_timestamp()`` (``DB_CLOCK``), not ``now()``: ``now()`` is the start of
 the *transaction*, which in an approval began a few milliseconds earlier with the membership
 lookup — long enough to claim a proposal just after it expired.
+
+Just over 300 lines: the proposals' and audit rows' SQL, kept in one place, with the hot
+statements' fixed texts (``signoff_runtime.hot``) beside the Core they replaced on hot paths.
 """
 
 from __future__ import annotations
