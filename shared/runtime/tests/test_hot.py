@@ -26,6 +26,27 @@ async def test_a_hot_statement_first_in_a_transaction_is_inside_it(database_url:
         await engine.dispose()
 
 
+async def test_a_record_reads_by_attribute_as_a_row_does(database_url: str) -> None:
+    """``Fields`` stands in for SQLAlchemy's ``Row`` in code that reads by attribute: the same
+    values (jsonb decoded, timestamps aware) and ``getattr``'s default for a name not there."""
+    engine = create_async_engine(database_url, pool_size=1, max_overflow=0)
+    sql = "SELECT '{\"a\": [1]}'::jsonb AS doc, now() AS at, 'x' AS name"
+    try:
+        async with engine.connect() as conn:
+            record = await hot.fetchrow(conn, sql)
+            row = (await conn.execute(text(sql))).one()
+            await conn.rollback()
+        assert record is not None
+        fields = hot.Fields(record)
+        assert (fields.doc, fields.at, fields.name) == (row.doc, row.at, row.name)
+        assert fields.doc == {"a": [1]} and fields.at.tzinfo is not None
+        assert getattr(fields, "absent", "default") == "default"
+        with pytest.raises(AttributeError):
+            _ = fields.absent
+    finally:
+        await engine.dispose()
+
+
 async def test_a_connection_lost_under_a_hot_statement_is_not_reused(database_url: str) -> None:
     engine = create_async_engine(database_url, pool_size=1, max_overflow=0)
     try:

@@ -2,10 +2,11 @@
 this process (issue 18).
 
 ``.venv/bin/python services/proposals/tests/perf/statements.py`` makes a fresh database and
-runs, in one process, each workload ``BENCH_N`` times (default 400) through two paths side by
-side — ``core`` and ``prepared`` — alternating, ``BENCH_REPEATS`` rounds (default 3), after one
-warm-up round each (the harness: ``signoff_runtime.testing.cpu``). Printed: the median process
-CPU per unit (this process's, the database's not included) and wall time. Workloads:
+runs, in one process, each workload ``BENCH_N`` times (default 400) through its paths side by
+side — ``core`` and ``prepared``; the outcome also ``outbox`` — alternating, ``BENCH_REPEATS``
+rounds (default 3), after one warm-up round each (the harness: ``signoff_runtime.testing.cpu``).
+Printed: the median process CPU per unit (this process's, the database's not included) and wall
+time. Workloads:
 
 - ``proposals.claim``: one approval that claims a pending proposal, its statements as
   ``decisions.decide.approve`` runs them once its checks passed — the row read with its lock
@@ -13,18 +14,22 @@ CPU per unit (this process's, the database's not included) and wall time. Worklo
   (``transitions.transition`` ``pending → executing``: its UPDATE, then the audit row, the signed
   contract and the event in one statement) — in one transaction;
 - ``proposals.outcome``: one ``OutcomeReported`` recorded alone (``recording.record``: a batch of
-  one, the consumer's batch at low load).
+  one, the consumer's batch at low load): the inbox row with the lock
+  (``repository.lock_delivered``), the UPDATE (``transitions._update_each``), the audit row and
+  the event.
 
 The ``core`` path runs the same code with the statements that changed put back as they were
-(copied below, swapped in for its rounds only). It calls the service's internals, so it lives
-with the service's tests (``bench/`` measures through the public interfaces only); not a test
-module, pytest does not collect it. The executor's: ``services/executor/tests/perf``.
+(copied below, swapped in for its rounds only); the outcome's ``outbox`` path, only its audit +
+outbox write prepared (``lifecycle.outbox.enqueue``) — the inbox+lock and the UPDATE still
+through SQLAlchemy, as before they became hot statements too. It calls the service's internals,
+so it lives with the service's tests (``bench/`` measures through the public interfaces only);
+not a test module, pytest does not collect it. The executor's: ``services/executor/tests/perf``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
@@ -38,10 +43,12 @@ from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import outbox as lifecycle_outbox
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle import transitions
+from signoff_proposals.lifecycle.domain import Step
 from signoff_proposals.outcomes import recording
 from signoff_proposals.policies import repository as policies
 from signoff_proposals.settings import ProposalsSettings
 from signoff_proposals.tables import outbox as proposals_outbox_table
+from signoff_proposals.tables import proposals
 from signoff_runtime import outbox as runtime_outbox
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.outbox import Outgoing
@@ -51,7 +58,9 @@ from signoff_runtime.testing import cpu
 from signoff_runtime.testing.cpu import Unit, Workload
 from signoff_runtime.topology import Topology
 from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import Text, bindparam, func, text, update
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 _SEED = (
     "WITH p AS (INSERT INTO proposals.proposals (id, organization_id, requested_by, section, "
@@ -80,15 +89,73 @@ async def _core_enqueue(
     await runtime_outbox.enqueue(tx.conn, proposals_outbox_table, messages, change=change)
 
 
+async def _core_lock_delivered(
+    conn: AsyncConnection, message_ids: Sequence[str], proposal_ids: Sequence[str]
+) -> tuple[set[str], dict[str, Any]]:
+    rows = (
+        await conn.execute(
+            text(
+                "WITH ins AS (INSERT INTO proposals.inbox (message_id) "
+                "SELECT unnest(CAST(:mids AS text[])) ON CONFLICT DO NOTHING RETURNING message_id) "
+                "SELECT p.id, p.status, p.contract_id, ARRAY(SELECT message_id FROM ins) AS fresh "
+                "FROM proposals.proposals p WHERE p.id = ANY(CAST(:pids AS text[])) "
+                "ORDER BY p.id FOR UPDATE OF p"
+            ),
+            {"mids": list(dict.fromkeys(message_ids)), "pids": sorted(set(proposal_ids))},
+        )
+    ).all()
+    fresh = set(rows[0].fresh) if rows else set()
+    # read by name (``row["status"]``) as the caller now reads asyncpg's Records
+    return fresh, {row.id: row._mapping for row in rows}
+
+
+async def _core_update_each(
+    tx: UnitOfWork, moves: Sequence[transitions.Move], steps: Mapping[int, Step]
+) -> list[Any]:
+    """The outcome UPDATE as it was: an ``update()`` construct built on every call (its rows
+    are SQLAlchemy ``Row``\\ s, read by attribute as the ``Fields`` that replaced them)."""
+    names = sorted({name for each in moves for name in each.values})
+    same = {n: moves[0].values[n] for n in names if moves[0].values[n] is repo.DB_CLOCK}
+    each_row = [n for n in names if n not in same]
+    columns: dict[str, tuple[list[Any], Any]] = {
+        "id": ([m.proposal_id for m in moves], Text()),
+        "source": ([m.source.value for m in moves], Text()),
+        "target": ([m.target.value for m in moves], Text()),
+        **{n: ([m.values[n] for m in moves], proposals.c[n].type) for n in each_row},
+    }
+    arrays = [
+        bindparam(f"each_{name}", values, type_=ARRAY(type_))
+        for name, (values, type_) in columns.items()
+    ]
+    given = func.unnest(*arrays).table_valued(*columns).render_derived(name="each")
+    returning: list[Any] = list(proposals.c)
+    if any(step.sends_contract for step in steps.values()):
+        returning.append(repo.origin_trace())
+    stmt = (
+        update(proposals)
+        .where(proposals.c.id == given.c.id, proposals.c.status == given.c.source)
+        .values(status=given.c.target, **{n: given.c[n] for n in each_row}, **same)
+        .returning(*returning)
+    )
+    rows = (await tx.conn.execute(stmt)).all()
+    for row in rows:
+        transitions._count(tx, row, ProposalStatus(row.status))
+    return list(rows)
+
+
 @contextmanager
-def _core() -> Iterator[None]:
-    """The changed statements put back as they were, for one round of the ``core`` path."""
-    saved = lifecycle_outbox.enqueue
-    lifecycle_outbox.enqueue = _core_enqueue
+def _core(*, outbox: bool) -> Iterator[None]:
+    """The changed statements put back as they were, for one round of a path: the inbox+lock
+    and the outcome UPDATE, and with ``outbox`` the audit + outbox write too."""
+    saved = lifecycle_outbox.enqueue, repo.lock_delivered, transitions._update_each
+    if outbox:
+        lifecycle_outbox.enqueue = _core_enqueue
+    repo.lock_delivered = _core_lock_delivered
+    transitions._update_each = _core_update_each
     try:
         yield
     finally:
-        lifecycle_outbox.enqueue = saved
+        lifecycle_outbox.enqueue, repo.lock_delivered, transitions._update_each = saved
 
 
 def _path(path: str, unit: Unit) -> Unit:
@@ -96,7 +163,7 @@ def _path(path: str, unit: Unit) -> Unit:
         return unit
 
     async def core(i: int) -> None:
-        with _core():
+        with _core(outbox=path == "core"):
             await unit(i)
 
     return core
@@ -118,7 +185,7 @@ async def workloads(engine: AsyncEngine, url: str, total: int) -> list[Workload]
     claims: dict[str, Unit] = {}
     outcomes: dict[str, Unit] = {}
     try:
-        for path in ("core", "prepared"):
+        for path in ("core", "outbox", "prepared"):
             pending, executing = f"prp_c{path}x", f"prp_o{path}x"
             await seeder.execute(_SEED, pending, "pending", total)
             await seeder.execute(_SEED, executing, "executing", total)
@@ -156,7 +223,8 @@ async def workloads(engine: AsyncEngine, url: str, total: int) -> list[Workload]
                 )
                 assert await recording.record(ctx, report)
 
-            claims[path] = _path(path, claim)
+            if path != "outbox":  # the claim runs neither of the outcome's two statements
+                claims[path] = _path(path, claim)
             outcomes[path] = _path(path, outcome)
     finally:
         await seeder.close()

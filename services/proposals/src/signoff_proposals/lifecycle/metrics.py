@@ -9,12 +9,13 @@ with one ``GROUP BY`` query, so a scrape never touches the database.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from prometheus_client import Gauge, Histogram
 from signoff_contracts.status import ProposalStatus
-from sqlalchemy import Row, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from signoff_proposals.lifecycle.repository import Stored
 
 _BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14_400, 86_400)
 DECISION_SECONDS = Histogram(
@@ -48,7 +49,7 @@ OUTCOMES = {
 }
 
 
-def latency(row: Row[Any], to: ProposalStatus) -> tuple[Histogram, dict[str, str], float] | None:
+def latency(row: Stored, to: ProposalStatus) -> tuple[Histogram, dict[str, str], float] | None:
     """What to observe for the transition of ``row`` to ``to`` (``None``: nothing)."""
     if to in DECISIONS and row.decided_at is not None:
         seconds = (row.decided_at - row.created_at).total_seconds()

@@ -15,7 +15,6 @@ signature — and the trace of the turn that proposed it (``repository.origin_tr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from signoff_contracts.v1 import Envelope, ExecutionContract, ProposalEvent
 from signoff_runtime import outbox as runtime_outbox
@@ -23,11 +22,16 @@ from signoff_runtime import signing, tracing
 from signoff_runtime.outbox import Hold, Outgoing
 from signoff_runtime.topology import ROUTING_KEYS
 from signoff_runtime.unit_of_work import UnitOfWork
-from sqlalchemy import Row
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle.domain import EventName, routing_key
-from signoff_proposals.lifecycle.repository import AuditEntry, audit_change, audit_insert, view
+from signoff_proposals.lifecycle.repository import (
+    AuditEntry,
+    Stored,
+    audit_change,
+    audit_insert,
+    view,
+)
 from signoff_proposals.policies.views import approvers_of
 from signoff_proposals.tables import outbox
 
@@ -53,9 +57,7 @@ async def enqueue(
     await runtime_outbox.enqueue_hot(tx.conn, outbox, messages, change=change)
 
 
-def event(
-    ctx: Context, name: EventName, row: Row[Any], causation_id: str | None = None
-) -> Outgoing:
+def event(ctx: Context, name: EventName, row: Stored, causation_id: str | None = None) -> Outgoing:
     """``proposal.<name>`` announcing ``row`` as it now stands."""
     message = ProposalEvent(
         event=name,
@@ -72,7 +74,7 @@ def announcement(ctx: Context, message: Envelope, key: str) -> Outgoing:
     return Outgoing(message, ctx.topology.name("events"), key)
 
 
-def contract(ctx: Context, row: Row[Any]) -> tuple[ExecutionContract, Outgoing]:
+def contract(ctx: Context, row: Stored) -> tuple[ExecutionContract, Outgoing]:
     """The signed contract of a claimed proposal (fresh envelope, identical signed content), and
     its outbox message. ``row`` carries ``origin_trace`` (``repository.origin_trace``)."""
     signed = signing.issue(

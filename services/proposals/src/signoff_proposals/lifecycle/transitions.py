@@ -19,30 +19,36 @@ statement of their audit rows and events. ``create`` stores a new proposal with 
 
 ``transition_each`` is ``transition`` for many proposals at once, each with its own move, values,
 actor and detail (a batch of outcomes): one UPDATE joined to the moves' arrays, one statement of
-their audit rows and messages.
+their audit rows and messages. Every outcome runs it, so its UPDATE is fixed SQL per shape of
+move run by asyncpg (``signoff_runtime.hot``; docs/benchmarks.md, "Hot statements"), its rows
+read by attribute like the ``Row``\\ s of the others.
+
+Over 300 lines because every statement that writes a status lives here and nowhere else (the
+unit test ``test_one_way_to_move`` allows this module only): splitting it would spread them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 from typing import Any
 
 from signoff_contracts.status import ProposalStatus
-from signoff_runtime import tracing
+from signoff_runtime import hot, tracing
 from signoff_runtime.outbox import Outgoing
 from signoff_runtime.unit_of_work import UnitOfWork
-from sqlalchemy import ColumnElement, Row, Text, bindparam, func, update
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import JSON, ColumnElement, Row, update
+from sqlalchemy.dialects import postgresql
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain, outbox
 from signoff_proposals.lifecycle import metrics as lifecycle_metrics
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.domain import Step
-from signoff_proposals.lifecycle.repository import DB_CLOCK, AuditEntry
+from signoff_proposals.lifecycle.repository import DB_CLOCK, AuditEntry, Stored
 from signoff_proposals.metrics import count_transition
 from signoff_proposals.tables import proposals
 
@@ -94,13 +100,13 @@ class Move:
 
 async def transition_each(
     ctx: Context, tx: UnitOfWork, moves: Sequence[Move]
-) -> list[Row[Any] | None]:
+) -> list[hot.Fields | None]:
     """Each move as ``transition`` makes it, all in one UPDATE and one statement of audit rows
     and messages; the moved row for each move, ``None`` if its row did not qualify. Moves of one
     proposal apply in the order given (one round of statements per move after its first). Every
     move must set the same ``values`` columns, and none may carry a clock condition (moves out of
     ``pending`` go through ``transition``)."""
-    moved: list[Row[Any] | None] = [None] * len(moves)
+    moved: list[hot.Fields | None] = [None] * len(moves)
     rounds: list[list[int]] = []
     seen: dict[str, int] = {}
     for i, each in enumerate(moves):
@@ -198,41 +204,81 @@ async def _update(
 
 async def _update_each(
     tx: UnitOfWork, moves: Sequence[Move], steps: Mapping[int, Step]
-) -> Sequence[Row[Any]]:
+) -> list[hot.Fields]:
     """``_update`` for moves of distinct proposals, each with its own source, target and values:
     one UPDATE joined to the moves as arrays (``unnest``), so its text is the same for any
-    number of moves. The rows it moved (counted once committed)."""
+    number of moves — fixed SQL per shape (``_each_sql``), run by asyncpg
+    (``signoff_runtime.hot``): every outcome runs it. The rows it moved, read by attribute like
+    ``Row``\\ s (counted once committed)."""
     names = sorted({name for each in moves for name in each.values})
     assert all(set(each.values) == set(names) for each in moves), "one set of columns"
-    same = {n: moves[0].values[n] for n in names if moves[0].values[n] is DB_CLOCK}
-    each_row = [n for n in names if n not in same]
-    columns: dict[str, tuple[list[Any], Any]] = {
-        "id": ([m.proposal_id for m in moves], Text()),
-        "source": ([m.source.value for m in moves], Text()),
-        "target": ([m.target.value for m in moves], Text()),
-        **{n: ([m.values[n] for m in moves], proposals.c[n].type) for n in each_row},
-    }
+    same = tuple(n for n in names if moves[0].values[n] is DB_CLOCK)
+    each_row = tuple(n for n in names if n not in same)
+    sends_contract = any(step.sends_contract for step in steps.values())
+    sql, params = _each_sql(each_row, same, sends_contract)
     arrays = [
-        bindparam(f"each_{name}", values, type_=ARRAY(type_))
-        for name, (values, type_) in columns.items()
+        [param(m.values[n]) for m in moves] for n, param in zip(each_row, params, strict=True)
     ]
-    given = func.unnest(*arrays).table_valued(*columns).render_derived(name="each")
-    returning: list[Any] = list(proposals.c)
-    if any(step.sends_contract for step in steps.values()):
-        returning.append(repo.origin_trace())
-    stmt = (
-        update(proposals)
-        .where(proposals.c.id == given.c.id, proposals.c.status == given.c.source)
-        .values(status=given.c.target, **{n: given.c[n] for n in each_row}, **same)
-        .returning(*returning)
+    records = await hot.fetch(
+        tx.conn,
+        sql,
+        [m.proposal_id for m in moves],
+        [m.source.value for m in moves],
+        [m.target.value for m in moves],
+        *arrays,
     )
-    rows = (await tx.conn.execute(stmt)).all()
+    rows = [hot.Fields(record) for record in records]
     for row in rows:
         _count(tx, row, ProposalStatus(row.status))
     return rows
 
 
-def _count(tx: UnitOfWork, row: Row[Any], target: ProposalStatus) -> None:
+#: the proposals' columns as ``_each_sql``'s UPDATE returns them, and the contract's trace
+_RETURNED = ", ".join(f"p.{column.name}" for column in proposals.c)
+_ORIGIN_TRACE = (
+    "(SELECT a.detail ->> 'traceparent' FROM proposals.audit a "
+    "WHERE a.proposal_id = p.id AND a.action = 'created' LIMIT 1) AS origin_trace"
+)
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+@functools.cache
+def _each_sql(
+    each_row: tuple[str, ...], same: tuple[str, ...], sends_contract: bool
+) -> tuple[str, tuple[Callable[[Any], Any], ...]]:
+    """``_update_each``'s UPDATE for one shape of move — the columns given per row
+    (``each_row``, ``$4``… as arrays), those set to the database clock (``same``), the contract's
+    trace returned or not — and each ``each_row`` column's parameter conversion (``jsonb``:
+    JSON text, as the connection's codec wants it). Built once per shape: what SQLAlchemy
+    rebuilt, compiled and keyed on every call (``repository.origin_trace`` is the same
+    subquery)."""
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]  # SQLAlchemy's, untyped
+    unknown = {*each_row, *same} - set(proposals.c.keys())
+    assert not unknown, f"not columns of proposals: {unknown}"
+    types = [proposals.c[n].type for n in each_row]
+    arrays = ["$1::text[]", "$2::text[]", "$3::text[]"] + [
+        f"${i}::{type_.compile(dialect=dialect)}[]" for i, type_ in enumerate(types, start=4)
+    ]
+    sets = [
+        "status = m.target",
+        *(f"{n} = m.{n}" for n in each_row),
+        *(f"{n} = statement_timestamp()" for n in same),
+    ]
+    returning = _RETURNED + (", " + _ORIGIN_TRACE if sends_contract else "")
+    given = ", ".join(("id", "source", "target", *each_row))
+    sql = (
+        f"UPDATE proposals.proposals AS p SET {', '.join(sets)} "  # noqa: S608 - table's names
+        f"FROM unnest({', '.join(arrays)}) AS m({given}) "
+        f"WHERE p.id = m.id AND p.status = m.source RETURNING {returning}"
+    )
+    params = tuple(hot.json_param if isinstance(t, JSON) else _as_is for t in types)
+    return sql, params
+
+
+def _count(tx: UnitOfWork, row: Stored, target: ProposalStatus) -> None:
     """Count the move of ``row`` into ``target``, and observe its latency, once committed."""
     count_transition(tx, row.operation_kind, target)
     observed = lifecycle_metrics.latency(row, target)
@@ -261,7 +307,7 @@ async def _record(
 async def _record_each(
     ctx: Context,
     tx: UnitOfWork,
-    moved: Sequence[tuple[Step, Row[Any], str, dict[str, Any], str | None]],
+    moved: Sequence[tuple[Step, Stored, str, dict[str, Any], str | None]],
 ) -> None:
     """Each moved row's audit row and messages, derived from its move: one statement."""
     if not moved:

@@ -52,7 +52,7 @@ async def record_all(ctx: Context, tx: UnitOfWork, msgs: Sequence[OutcomeReporte
     fresh, rows = await repo.lock_delivered(
         tx.conn, [m.message_id for m in msgs], [m.proposal_id for m in msgs]
     )
-    status = {pid: ProposalStatus(row.status) for pid, row in rows.items()}
+    status = {pid: ProposalStatus(row["status"]) for pid, row in rows.items()}
     #: what each report writes, in rounds: a proposal's k-th write goes in round k, so its
     #: trail keeps the reports' order (one round unless a batch has two reports of one proposal)
     rounds: list[list[Move | AuditEntry]] = []
@@ -67,7 +67,7 @@ async def record_all(ctx: Context, tx: UnitOfWork, msgs: Sequence[OutcomeReporte
             continue
         fresh.discard(msg.message_id)  # a second copy in this batch is a duplicate too
         current = status[msg.proposal_id]
-        if row.contract_id != msg.contract_id:
+        if row["contract_id"] != msg.contract_id:
             moved.append(_ignored(tx, "other_contract", msg, current))
             continue
         write = _write(msg, current)
