@@ -13,7 +13,7 @@ import re
 import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -21,9 +21,11 @@ from urllib.parse import quote
 import aio_pika
 import httpx
 import pytest
+import pytest_asyncio
 import yaml
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing import wait_until
+from signoff_runtime.testing.databases import fresh_database
 from signoff_runtime.testing.processes import ServiceProcess, free_port
 from signoff_runtime.testing.tools import needs_tool
 from signoff_runtime.tokens import issue_token
@@ -146,10 +148,20 @@ def _owner(port_key: str) -> str:
     return {"card": "provider"}.get(name, name)
 
 
+@pytest_asyncio.fixture(loop_scope="session")
+async def own_database(database_url: str) -> AsyncIterator[str]:
+    """A database of this test's own: compose's relays publish every unsent outbox row they
+    find, and the session's database holds other tests' rows, addressed to topologies this
+    vhost does not have (the broker refuses them)."""
+    async with fresh_database(database_url, "signoff_compose") as url:
+        yield url
+
+
 @pytest.mark.timeout(480)  # nine processes started one after another, then a whole proposal
 async def test_compose_commands_reach_healthy_and_carry_a_proposal(
-    vhost: tuple[str, dict[str, str]], database_url: str, tmp_path: Path
+    vhost: tuple[str, dict[str, str]], own_database: str, tmp_path: Path
 ) -> None:
+    database_url = own_database
     name, passwords = vhost
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
     await load_definitions(f"amqp://guest:guest@127.0.0.1:5672/{quote(name, safe='')}")
