@@ -50,7 +50,6 @@ from faststream.rabbit.message import RabbitMessage
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_runtime import consumer
-from signoff_runtime.consumer import settle
 from signoff_runtime.metrics import (
     BATCH_SIZE,
     BATCH_WAITING,
@@ -245,22 +244,8 @@ def batcher(
         async with unit_of_work(engine) as tx:
             await work(tx, messages)
 
-    async def alone(msg: RabbitMessage) -> None:
-        await settle(
-            msg,
-            broker=broker,
-            topology=topology,
-            queue_key=queue_key,
-            senders=senders,
-            work=lambda: run([msg]),
-        )
-
-    spec = topology.spec(queue_key)
-
-    def accepts(msg: RabbitMessage) -> bool:
-        raw = msg.raw_message
-        return senders.refusal(spec, raw.user_id, raw.headers) is None
-
+    alone = consumer.settling(broker, topology, senders, queue_key, lambda msg: run([msg]))
+    accepts = consumer.accepting(topology, senders, queue_key)
     return Batcher(queue_key, size=size, run=run, alone=alone, accepts=accepts)
 
 

@@ -90,16 +90,7 @@ def consume(
     each delivery settled by ``settle``. ``bind`` also binds the queue to its exchange (the
     topology binds it already; a service that declares its own consumers' bindings asks)."""
 
-    async def handler(msg: RabbitMessage) -> None:
-        await settle(
-            msg,
-            broker=broker,
-            topology=topology,
-            queue_key=queue_key,
-            senders=senders,
-            work=lambda: work(msg),
-        )
-
+    handler = settling(broker, topology, senders, queue_key, work)
     subscribe(broker, topology, queue_key, handler, prefetch=prefetch, bind=bind)
 
 
@@ -125,6 +116,41 @@ def subscribe(
         no_reply=True,
         decoder=raw_body,
     )(call)
+
+
+def settling(
+    broker: RabbitBroker,
+    topology: Topology,
+    senders: Senders,
+    queue_key: str,
+    work: Callable[[RabbitMessage], Awaitable[object]],
+) -> Handler:
+    """A delivery's handler: ``work`` on it, the delivery settled by ``settle`` (what ``consume``
+    subscribes, and what the batching consumers run a message alone with)."""
+
+    async def handler(msg: RabbitMessage) -> None:
+        await settle(
+            msg,
+            broker=broker,
+            topology=topology,
+            queue_key=queue_key,
+            senders=senders,
+            work=lambda: work(msg),
+        )
+
+    return handler
+
+
+def accepting(topology: Topology, senders: Senders, queue_key: str) -> Callable[[Any], bool]:
+    """Whether a delivery comes from a broker user ``queue_key`` accepts (``senders``): the check
+    ``settle`` makes first, for a consumer that must make it before handing a message on."""
+    spec = topology.spec(queue_key)
+
+    def accepts(msg: RabbitMessage) -> bool:
+        raw = msg.raw_message
+        return senders.refusal(spec, raw.user_id, raw.headers) is None
+
+    return accepts
 
 
 class PermanentError(Exception):

@@ -35,7 +35,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_runtime import consumer
 from signoff_runtime.batching import ALONE, Batcher, Settled
-from signoff_runtime.consumer import settle
 from signoff_runtime.senders import Senders
 from signoff_runtime.topology import Topology
 from signoff_runtime.unit_of_work import TransactionLost, UnitOfWork, unit_of_work
@@ -106,22 +105,8 @@ def consume_each(
     async def run(messages: Sequence[RabbitMessage]) -> list[Settled]:
         return await run_each(engine, each, messages)
 
-    async def by_itself(msg: RabbitMessage) -> None:
-        await settle(
-            msg,
-            broker=broker,
-            topology=topology,
-            queue_key=queue_key,
-            senders=senders,
-            work=lambda: alone(msg),
-        )
-
-    spec = topology.spec(queue_key)
-
-    def accepts(msg: RabbitMessage) -> bool:
-        raw = msg.raw_message
-        return senders.refusal(spec, raw.user_id, raw.headers) is None
-
+    by_itself = consumer.settling(broker, topology, senders, queue_key, alone)
+    accepts = consumer.accepting(topology, senders, queue_key)
     batch = Batcher(queue_key, size=size, run=run, alone=by_itself, accepts=accepts)
 
     async def handler(msg: RabbitMessage) -> None:
