@@ -129,3 +129,45 @@ async def test_a_publish_nobody_is_bound_to_raises_and_stays_in_the_outbox(
             )
         ).scalar_one()
     assert later  # backed off, not spinning
+
+
+async def test_rows_naming_a_missing_exchange_back_off_alone_and_the_relay_lives_on(
+    engine, amqp_url, topology, settings
+):
+    """The broker closes the relay's channel on a publish to a missing exchange: every publish in
+    flight on it fails. Only the rows naming that exchange back off; the good row beside them is
+    sent without a back-off, and the relay reopens its channel itself and keeps running."""
+    await forget_unsent_outbox(engine)
+    missing = f"missing-{new_id('x')}.events"
+    bad = [_contract(settings) for _ in range(4)]
+    async with engine.begin() as conn:
+        await enqueue(conn, outbox, [Outgoing(c, missing, "nowhere") for c in bad])
+    good = _contract(settings)
+    await _enqueue(engine, topology, good, ROUTING_KEYS["executor.contracts"])
+    ids = [c.message_id for c in bad]
+
+    async with _running(OutboxRelay(engine, outbox, amqp_url, topology, poll_s=0.1)) as task:
+
+        async def settled():
+            if task.done():
+                raise AssertionError(f"the relay died: {task.exception()!r}")
+            async with engine.connect() as conn:
+                backed_off = (
+                    await conn.execute(
+                        text(
+                            "SELECT count(*) FROM proposals.outbox WHERE message_id = ANY(:m) "
+                            "AND sent_at IS NULL AND attempts >= 1 AND available_at > now() "
+                            "AND last_error LIKE '%NOT_FOUND%'"
+                        ),
+                        {"m": ids},
+                    )
+                ).scalar_one()
+            return backed_off == len(bad) and (await _row(engine, good.message_id)).sent_at
+
+        await wait_until(settled, what="the bad rows backed off and the good row sent")
+        assert not task.done()
+
+    row = await _row(engine, good.message_id)
+    assert row.last_error is None, row.last_error  # never backed off for the bad rows' fault
+    copies = await drain_queue(amqp_url, topology.name("executor.contracts"))
+    assert good.message_id in {m.message_id for m in copies}
