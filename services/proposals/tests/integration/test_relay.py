@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from datetime import UTC, datetime, timedelta
 
+import asyncpg
 import pytest
 from proposals_testkit import KIND, SECTION, drain_queue, forget_unsent_outbox
 from signoff_contracts.ids import new_id
@@ -171,3 +172,64 @@ async def test_rows_naming_a_missing_exchange_back_off_alone_and_the_relay_lives
     assert row.last_error is None, row.last_error  # never backed off for the bad rows' fault
     copies = await drain_queue(amqp_url, topology.name("executor.contracts"))
     assert good.message_id in {m.message_id for m in copies}
+
+
+class MarkingFailsOnce(OutboxRelay):
+    """A relay whose first marking meets a database connection asyncpg no longer follows (seen
+    once in a service: ``back_off`` raised this on every restart and nothing was published)."""
+
+    failures = 0
+
+    async def _mark(self, conn, sent, failed):
+        if not self.failures:
+            self.failures += 1
+            raise asyncpg.InternalClientError("got result for unknown protocol state 3")
+        await super()._mark(conn, sent, failed)
+
+
+class KilledUntilMended(OutboxRelay):
+    """A relay that raises (a bug) when it marks rows, until ``mended``."""
+
+    mended = False
+
+    async def _mark(self, conn, sent, failed):
+        if not self.mended:
+            raise RuntimeError("killed before marking")
+        await super()._mark(conn, sent, failed)
+
+
+async def test_a_broken_relay_connection_is_opened_again_and_a_restart_starts_afresh(
+    engine, amqp_url, topology, settings
+):
+    await forget_unsent_outbox(engine)
+    contract = _contract(settings)
+    await _enqueue(engine, topology, contract, ROUTING_KEYS["executor.contracts"])
+    relay = MarkingFailsOnce(engine, outbox, amqp_url, topology, poll_s=0.1)
+
+    async with _running(relay) as task:
+
+        async def sent():
+            if task.done():
+                raise AssertionError(f"the relay died: {task.exception()!r}")
+            return (await _row(engine, contract.message_id)).sent_at
+
+        await wait_until(sent, what="the row to be marked sent on a new connection")
+    assert relay.failures == 1
+    await drain_queue(amqp_url, topology.name("executor.contracts"))
+
+    # a run that raised (a bug) leaves nothing behind that the service's restart raises again
+    killed = KilledUntilMended(engine, outbox, amqp_url, topology, poll_s=0.1)
+    second = _contract(settings)
+    await _enqueue(engine, topology, second, ROUTING_KEYS["executor.contracts"])
+    with pytest.raises(RuntimeError, match="killed"):
+        await asyncio.wait_for(killed.run(), 15)
+    killed.mended = True  # the fault is gone: the restart (same object, as a service's) publishes
+    async with _running(killed) as task:
+
+        async def second_sent():
+            if task.done():
+                raise AssertionError(f"the restarted relay died: {task.exception()!r}")
+            return (await _row(engine, second.message_id)).sent_at
+
+        await wait_until(second_sent, what="the restarted relay to mark the row sent")
+    await drain_queue(amqp_url, topology.name("executor.contracts"), at_least=2)

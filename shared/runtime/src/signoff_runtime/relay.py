@@ -7,6 +7,14 @@ lost. Publishing to a routing key with no binding raises (``on_return_raises``) 
 in the outbox with its error. Every message carries the relay's broker user in ``user_id``
 (RabbitMQ checks it; consumers require it).
 
+A row the broker refuses outright — its exchange missing (``NOT_FOUND``) or closed to the relay's
+user (``ACCESS_REFUSED``) — makes the broker close the channel, which fails every publish in
+flight on it. Only the rows the refusal names back off; the others were merely cut short and are
+handed back for the next round at once. The relay's connection and channel are plain ones it
+opens again itself: aio-pika's robust channel reopened itself while the relay opened another, and
+the broker closed the whole connection (``CHANNEL_ERROR - expected 'channel.open'``). A lost
+connection (broker or database) is passing: the relay reconnects; it never stops for one.
+
 A writer of the relay's own process hands it the rows it has committed (``offer``,
 ``outbox.local_relay``), which it publishes at once without reading them back. Rows written
 elsewhere wake it by ``NOTIFY`` (sent by the writing statement, so it fires at commit; heard on a
@@ -36,6 +44,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import aio_pika
+import aiormq
 import asyncpg
 import structlog
 from opentelemetry import context as otel_context
@@ -59,13 +68,39 @@ from signoff_runtime.topology import Topology
 
 log = structlog.get_logger(__name__)
 _TRACER = trace.get_tracer(__name__)
-#: what a round may meet that the next round recovers from (a lost connection, a closed channel)
+#: what a round may meet that the next round recovers from (a lost connection, a closed channel,
+#: a database connection left in a state asyncpg no longer follows: it is closed and opened again)
 _PASSING = (
     OSError,
     asyncpg.PostgresError,
     asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
     aio_pika.exceptions.AMQPError,
+    aiormq.exceptions.ChannelInvalidStateError,
 )
+
+
+class _Unreachable(aio_pika.exceptions.AMQPError):
+    """The relay's AMQP connection could not be (re)opened or closed under it: passing."""
+
+
+def _refused(row: Any, result: BaseException) -> bool:
+    """Whether ``row``'s publish failed for a fault of its own (back it off), not because the
+    channel closed under it for another row's (hand it back for the next round).
+
+    A refused route (``NO_ROUTE`` returned, or a nack) is the row's own. A channel the broker
+    closed fails every publish in flight on it with the same reason; the reason names the exchange
+    it refused (``NOT_FOUND - no exchange 'x' ...``, ``ACCESS_REFUSED - access to exchange 'x'
+    ...``), so the rows naming that exchange are the refused ones. A reason naming no exchange
+    cannot be pinned on one row: all the rows it failed back off (a bad row must never spin).
+    A publish the closed channel never sent (``ChannelInvalidStateError``), a lost connection, are
+    no row's fault."""
+    if isinstance(result, aio_pika.exceptions.DeliveryError | TimeoutError):
+        return True
+    if isinstance(result, aiormq.exceptions.ChannelClosed):
+        reason = str(result)
+        return "exchange '" not in reason or f"exchange '{row.exchange}'" in reason
+    return not isinstance(result, _PASSING)
 
 
 def persistent_message(
@@ -133,12 +168,14 @@ class OutboxRelay:
         self._wake = asyncio.Event()
         #: when the first NOTIFY since the last round began arrived (ns since the epoch)
         self._notified_ns: int | None = None
+        self._connection: aio_pika.abc.AbstractConnection | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
         #: SIGNOFF_UNSAFE__MARK_SENT_BEFORE_CONFIRM, a negative control (``SIGNOFF_ENV=test`` only)
         self._mark_before_confirm = mark_before_confirm
 
     async def run(self) -> None:
-        connection = await failover.connect_robust(self._amqp_url)
+        # a restarted run starts afresh: what broke the last one is in its log
+        self._broken = None
         # this process's writers hand their rows over after their commit (``outbox``)
         # (not the negative control's relay, which must take every row it publishes)
         unregister = (
@@ -152,7 +189,7 @@ class OutboxRelay:
                 if self._broken is not None:
                     raise self._broken
                 try:
-                    await self._ensure_channel(connection)
+                    await self._ensure_channel()
                     await self._connect()
                     await self._pump()
                     # a busy relay wakes on every commit; the lag gauges need no such rate
@@ -171,7 +208,7 @@ class OutboxRelay:
             unregister()
             await self._finish()
             await self._disconnect()
-            await connection.close()
+            await self._drop_broker()
 
     async def _pump(self) -> None:
         """Start rounds until one takes less than a full batch. Each publishes, waits for its
@@ -246,11 +283,31 @@ class OutboxRelay:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
 
-    async def _ensure_channel(self, connection: aio_pika.abc.AbstractRobustConnection) -> None:
+    async def _ensure_channel(self) -> None:
         """A channel the broker closed (e.g. a row naming a missing exchange) is reopened, so one
-        bad row backs off on its own instead of stopping every publish after it."""
-        if self._channel is None or self._channel.is_closed:
-            self._channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
+        bad row backs off on its own instead of stopping every publish after it; a lost connection
+        is opened again. Only here, by the relay's loop: nothing restores either behind its back
+        (a second ``channel.open`` racing a restore closes the whole connection)."""
+        try:
+            if self._connection is None or self._connection.is_closed:
+                self._channel = None
+                self._connection = await failover.connect(self._amqp_url, timeout=self._timeout)
+            if self._channel is None or self._channel.is_closed:
+                self._channel = await self._connection.channel(
+                    publisher_confirms=True, on_return_raises=True
+                )
+        except RuntimeError as exc:  # aio-pika: "<Connection ...> closed" (closed under us)
+            await self._drop_broker()
+            raise _Unreachable(repr(exc)) from exc
+        except aio_pika.exceptions.CONNECTION_EXCEPTIONS:
+            await self._drop_broker()
+            raise
+
+    async def _drop_broker(self) -> None:
+        connection, self._connection, self._channel = self._connection, None, None
+        if connection is not None and not connection.is_closed:
+            with contextlib.suppress(Exception):
+                await connection.close()
 
     async def _connect(self) -> None:
         """The relay's two connections of its own (again, after one was lost): one only listens,
@@ -332,17 +389,31 @@ class OutboxRelay:
                 publishes = [asyncio.ensure_future(self._publish(row)) for row in rows]
             results = await asyncio.gather(*publishes, return_exceptions=True)
             span.add_event("confirmed")
-            sent = [row.id for row, res in zip(rows, results, strict=True) if res is None]
+            outcomes = list(zip(rows, results, strict=True))
+            sent = [row.id for row, res in outcomes if res is None]
             failed = [
                 (row.id, repr(res)[:500])
-                for row, res in zip(rows, results, strict=True)
-                if res is not None
+                for row, res in outcomes
+                if res is not None and _refused(row, res)
+            ]
+            cut_short = [
+                row.id for row, res in outcomes if res is not None and not _refused(row, res)
             ]
             await self._mark(conn, sent, failed)
-        except BaseException:
+            if cut_short:
+                # the channel closed under them: the next round (at once) publishes them again
+                assert conn is not None
+                await conn.release(cut_short)
+                self._wake.set()
+        except BaseException as exc:
             if conn is not None:
                 with contextlib.suppress(Exception):
-                    await conn.release([row.id for row in rows])
+                    async with asyncio.timeout(self._timeout):  # a broken connection may hang
+                        await conn.release([row.id for row in rows])
+                if not isinstance(exc, asyncio.CancelledError):
+                    # a statement failed on it: it may be left mid-statement; the loop opens
+                    # another (``_connect``) instead of failing every later round on this one
+                    conn.discard()
             raise
         finally:
             span.end()

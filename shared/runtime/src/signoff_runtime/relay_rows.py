@@ -101,6 +101,11 @@ class RelayRows:
     async def close(self) -> None:
         await self.conn.close()
 
+    def discard(self) -> None:
+        """Drop the connection at once (no goodbye to the server): a statement failed on it, and
+        it may be left mid-statement, where a graceful close could wait on it."""
+        self.conn.terminate()
+
 
 class Row:
     """A row to publish (taken, or handed over by its writer as ``outbox`` makes it), read like
