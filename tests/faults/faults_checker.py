@@ -192,6 +192,8 @@ class Facts:
     effects: Counter[str]
     reconciled: int
     books: dict[str, dict[str, Any]]
+    #: each proposal's contract rows in the proposals outbox (a stuck contract's state says why)
+    contracts: dict[str, list[dict[str, Any]]]
 
 
 async def _facts(stack: FaultStack, cases: list[Case]) -> Facts:
@@ -258,6 +260,15 @@ async def _facts(stack: FaultStack, cases: list[Case]) -> Facts:
         "WHERE to_status = 'needs_reconciliation' AND proposal_id = ANY(:ids)",
         ids=ids,
     )
+    contracts: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in await stack.rows(
+        "SELECT correlation_id, attempts, last_error, sent_at IS NOT NULL AS sent, "
+        "round(extract(epoch FROM available_at - now())::numeric, 1) AS due_in_s "
+        "FROM proposals.outbox WHERE message_type = 'execution.contract' "
+        "AND correlation_id = ANY(:ids) ORDER BY id",
+        ids=ids,
+    ):
+        contracts[row.pop("correlation_id")].append(row)
     refs = {case.payment_ref for case in cases}
     ledger = await stack.ledger()
     effects = Counter(
@@ -273,6 +284,7 @@ async def _facts(stack: FaultStack, cases: list[Case]) -> Facts:
         effects,
         reconciled[0]["n"],
         books,
+        contracts,
     )
 
 
@@ -402,6 +414,8 @@ def _check_proposal(report: Report, facts: Facts, history: History, row: dict[st
     why = _why_lost(status, current, facts.attempts.get(pid))
     if why:
         report.lost += 1
+        if not current:  # what became of the contract on its way out
+            why += f"; its outbox rows: {facts.contracts.get(pid, [])}"
     report.note(f"{pid}: still {status} at the deadline ({why or 'work still pending'})")
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
+import aio_pika
 import asyncpg
 import pytest
 from proposals_testkit import KIND, SECTION, drain_queue, forget_unsent_outbox
@@ -13,7 +15,7 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
 from signoff_proposals.tables import outbox
 from signoff_runtime.outbox import Outgoing, enqueue
-from signoff_runtime.relay import OutboxRelay
+from signoff_runtime.relay import BROKER_FAULT_S, OutboxRelay
 from signoff_runtime.signing import sign
 from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import ROUTING_KEYS
@@ -233,3 +235,67 @@ async def test_a_broken_relay_connection_is_opened_again_and_a_restart_starts_af
 
         await wait_until(second_sent, what="the restarted relay to mark the row sent")
     await drain_queue(amqp_url, topology.name("executor.contracts"), at_least=2)
+
+
+async def test_a_row_the_broker_nacks_again_and_again_goes_out_within_seconds_of_recovery(
+    engine, amqp_url, topology, settings
+):
+    """A nack is the broker's passing trouble (a quorum queue electing a leader, a full queue),
+    not the row's: however often a row was refused, it waits at most ``BROKER_FAULT_S`` before
+    the next publish. (One exponential back-off for every failure made rows nacked through a
+    node's restart wait a minute after the broker recovered.)"""
+    await forget_unsent_outbox(engine)
+    exchange, queue = f"nack-{new_id('x')}", f"nack-{new_id('q')}"
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        ex = await channel.declare_exchange(exchange, "direct", auto_delete=True)
+        full = await channel.declare_queue(
+            queue, auto_delete=True, arguments={"x-max-length": 1, "x-overflow": "reject-publish"}
+        )
+        await full.bind(ex, "full")
+        await ex.publish(aio_pika.Message(b"{}"), routing_key="full")  # the queue is full now
+        contract = _contract(settings)
+        async with engine.begin() as conn:
+            await enqueue(conn, outbox, [Outgoing(contract, exchange, "full")])
+            # a long history of refusals: the old back-off would wait a minute now
+            await conn.execute(
+                text("UPDATE proposals.outbox SET attempts = 9 WHERE message_id = :m"),
+                {"m": contract.message_id},
+            )
+
+        async with _running(OutboxRelay(engine, outbox, amqp_url, topology, poll_s=0.1)):
+
+            async def nacked():
+                row = await _row(engine, contract.message_id)
+                return row.attempts >= 11 and row
+
+            row = await wait_until(nacked, timeout=20, what="two nacks of the row")
+            assert "Nack" in row.last_error, row.last_error
+            async with engine.connect() as conn:
+                wait_s = (
+                    await conn.execute(
+                        text(
+                            "SELECT extract(epoch FROM available_at - now()) FROM proposals.outbox "
+                            "WHERE message_id = :m"
+                        ),
+                        {"m": contract.message_id},
+                    )
+                ).scalar_one()
+            assert wait_s <= BROKER_FAULT_S, wait_s  # backed off briefly, not for a minute
+
+            await full.purge()  # the broker recovers: the row goes out at its next try
+
+            async def sent():
+                return (await _row(engine, contract.message_id)).sent_at
+
+            await wait_until(sent, timeout=3 * BROKER_FAULT_S, what="the row sent after recovery")
+        copies = [m async for m in _drained(full)]
+        assert contract.message_id in {m.message_id for m in copies}
+
+
+async def _drained(
+    queue: aio_pika.abc.AbstractQueue,
+) -> AsyncIterator[aio_pika.abc.AbstractMessage]:
+    while (message := await queue.get(no_ack=True, fail=False)) is not None:
+        yield message

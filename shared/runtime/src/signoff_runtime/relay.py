@@ -84,23 +84,36 @@ class _Unreachable(aio_pika.exceptions.AMQPError):
     """The relay's AMQP connection could not be (re)opened or closed under it: passing."""
 
 
-def _refused(row: Any, result: BaseException) -> bool:
-    """Whether ``row``'s publish failed for a fault of its own (back it off), not because the
-    channel closed under it for another row's (hand it back for the next round).
+#: the most a refused row waits before its next publish: a fault of its own (no queue bound to its
+#: routing key, its exchange missing or closed to the relay) a minute; the broker's passing trouble
+#: (a nack while a quorum queue elects a new leader, a confirm that never came) two seconds, so a
+#: row goes out within seconds of the broker's recovery however often it was refused meanwhile
+#: (with one exponential back-off for both, rows nacked through a node's restart waited a minute)
+OWN_FAULT_S = 60.0
+BROKER_FAULT_S = 2.0
 
-    A refused route (``NO_ROUTE`` returned, or a nack) is the row's own. A channel the broker
-    closed fails every publish in flight on it with the same reason; the reason names the exchange
-    it refused (``NOT_FOUND - no exchange 'x' ...``, ``ACCESS_REFUSED - access to exchange 'x'
-    ...``), so the rows naming that exchange are the refused ones. A reason naming no exchange
-    cannot be pinned on one row: all the rows it failed back off (a bad row must never spin).
-    A publish the closed channel never sent (``ChannelInvalidStateError``), a lost connection, are
-    no row's fault."""
-    if isinstance(result, aio_pika.exceptions.DeliveryError | TimeoutError):
-        return True
+
+def _back_off_s(row: Any, result: BaseException) -> float | None:
+    """How long at most ``row`` backs off after its publish failed with ``result``; ``None``: it
+    is handed back for the next round at once (the channel closed under it for another row's
+    fault, or the connection was lost: no fault of this row's, nor one to wait out).
+
+    A channel the broker closed fails every publish in flight on it with the same reason; the
+    reason names the exchange it refused (``NOT_FOUND - no exchange 'x' ...``, ``ACCESS_REFUSED -
+    access to exchange 'x' ...``), so the rows naming that exchange are the refused ones. A
+    reason naming no exchange cannot be pinned on one row: all the rows it failed back off
+    briefly (a bad row must never spin)."""
+    if isinstance(result, aio_pika.exceptions.DeliveryError):
+        returned = getattr(result.frame, "name", "") == "Basic.Return"  # NO_ROUTE, not a nack
+        return OWN_FAULT_S if returned else BROKER_FAULT_S
+    if isinstance(result, TimeoutError):
+        return BROKER_FAULT_S
     if isinstance(result, aiormq.exceptions.ChannelClosed):
         reason = str(result)
-        return "exchange '" not in reason or f"exchange '{row.exchange}'" in reason
-    return not isinstance(result, _PASSING)
+        if "exchange '" not in reason:
+            return BROKER_FAULT_S
+        return OWN_FAULT_S if f"exchange '{row.exchange}'" in reason else None
+    return None if isinstance(result, _PASSING) else OWN_FAULT_S
 
 
 def persistent_message(
@@ -392,12 +405,12 @@ class OutboxRelay:
             outcomes = list(zip(rows, results, strict=True))
             sent = [row.id for row, res in outcomes if res is None]
             failed = [
-                (row.id, repr(res)[:500])
+                (row.id, repr(res)[:500], wait_s)
                 for row, res in outcomes
-                if res is not None and _refused(row, res)
+                if res is not None and (wait_s := _back_off_s(row, res)) is not None
             ]
             cut_short = [
-                row.id for row, res in outcomes if res is not None and not _refused(row, res)
+                row.id for row, res in outcomes if res is not None and _back_off_s(row, res) is None
             ]
             await self._mark(conn, sent, failed)
             if cut_short:
@@ -470,14 +483,14 @@ class OutboxRelay:
         )
 
     async def _mark(
-        self, rows: RelayRows | None, sent: list[int], failed: list[tuple[int, str]]
+        self, rows: RelayRows | None, sent: list[int], failed: list[tuple[int, str, float]]
     ) -> None:
         assert rows is not None, "_connect() opens the connection"
         schema = self._table.schema
         if sent:
             await rows.mark(sent)
             OUTBOX_PUBLISHED.labels(schema=schema).inc(len(sent))
-        for row_id, error in failed:
-            await rows.back_off(row_id, error)
+        for row_id, error, at_most_s in failed:
+            await rows.back_off(row_id, error, at_most_s)
             OUTBOX_PUBLISH_ERRORS.labels(schema=schema).inc()
             log.warning("outbox.publish_failed", schema=schema, row=row_id, error=error)

@@ -48,10 +48,10 @@ class RelayRows:
             f"UPDATE {table} SET sent_at = now(), attempts = attempts + 1 "  # noqa: S608
             "WHERE id = ANY($1::bigint[])"
         )
-        # back off per row so one unroutable message does not spin the relay
+        # back off per row (1 s, 2 s, 4 s ... up to $3) so one unroutable message does not spin
         self._back_off = (
             f"UPDATE {table} SET attempts = attempts + 1, last_error = $2, "  # noqa: S608
-            "available_at = now() + make_interval(secs => least(60, 2 ^ attempts)) WHERE id = $1"
+            "available_at = now() + make_interval(secs => least($3, 2 ^ attempts)) WHERE id = $1"
         )
         # SIGNOFF_UNSAFE__MARK_SENT_BEFORE_CONFIRM (a negative control): sent before published
         self._take_marking_sent = (
@@ -90,9 +90,9 @@ class RelayRows:
         async with self._lock:
             await self.conn.execute(self._mark, ids)
 
-    async def back_off(self, row_id: int, error: str) -> None:
+    async def back_off(self, row_id: int, error: str, at_most_s: float) -> None:
         async with self._lock:
-            await self.conn.execute(self._back_off, row_id, error)
+            await self.conn.execute(self._back_off, row_id, error, at_most_s)
 
     async def release(self, ids: list[int]) -> None:
         async with self._lock:
