@@ -193,7 +193,7 @@ class Facts:
     reconciled: int
     books: dict[str, dict[str, Any]]
     #: each proposal's contract rows in the proposals outbox (a stuck contract's state says why)
-    contracts: dict[str, list[dict[str, Any]]]
+    contracts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 async def _facts(stack: FaultStack, cases: list[Case]) -> Facts:

@@ -161,3 +161,21 @@ def test_a_negative_control_is_caught_only_by_the_violation_it_is_meant_to_cause
     assert report.violations > 0 and not report.caught
     report.lost = 1
     assert report.caught
+
+
+def test_a_contract_that_never_reached_an_executor_is_lost_and_its_outbox_rows_shown() -> None:
+    cases = _cases(3)
+    facts = _facts(cases, works=True)
+    stuck = facts.proposals[0]
+    stuck["status"] = "executing"
+    facts.executions.pop(stuck["id"])
+    row = {"attempts": 7, "last_error": "Basic.Nack", "sent": False, "due_in_s": 41.5}
+    facts.contracts[stuck["id"]] = [row]
+
+    report = judge(facts, "10-cluster-leaders", 9, cases, _history(cases), {})
+
+    assert report.lost == 1 and not report.passed
+    assert any(
+        "its contract never reached an executor" in note and "'attempts': 7" in note
+        for note in report.details
+    ), report.details
