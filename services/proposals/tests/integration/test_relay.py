@@ -137,19 +137,33 @@ async def test_a_publish_nobody_is_bound_to_raises_and_stays_in_the_outbox(
 async def test_rows_naming_a_missing_exchange_back_off_alone_and_the_relay_lives_on(
     engine, amqp_url, topology, settings
 ):
-    """The broker closes the relay's channel on a publish to a missing exchange: every publish in
-    flight on it fails. Only the rows naming that exchange back off; the good row beside them is
-    sent without a back-off, and the relay reopens its channel itself and keeps running."""
+    """Rows naming a missing exchange back off without being published: the broker would close
+    the channel (failing every publish beside them) and then the connection. The good row beside
+    them is sent without a back-off, on the connection the relay had from the start."""
     await forget_unsent_outbox(engine)
-    missing = f"missing-{new_id('x')}.events"
     bad = [_contract(settings) for _ in range(4)]
-    async with engine.begin() as conn:
-        await enqueue(conn, outbox, [Outgoing(c, missing, "nowhere") for c in bad])
     good = _contract(settings)
-    await _enqueue(engine, topology, good, ROUTING_KEYS["executor.contracts"])
     ids = [c.message_id for c in bad]
+    relay = OutboxRelay(engine, outbox, amqp_url, topology, poll_s=0.1)
 
-    async with _running(OutboxRelay(engine, outbox, amqp_url, topology, poll_s=0.1)) as task:
+    async with _running(relay) as task:
+
+        async def connected():
+            return relay._channel is not None and relay._connection
+
+        first = await wait_until(connected, what="the relay's connection")
+        async with engine.begin() as conn:
+            # two missing exchanges, the good row between them (one round takes all five)
+            await enqueue(
+                conn,
+                outbox,
+                [
+                    Outgoing(c, f"missing-{new_id('x')}-{n % 2}.events", "nowhere")
+                    for n, c in enumerate(bad[:2])
+                ]
+                + [Outgoing(good, topology.name("contracts"), ROUTING_KEYS["executor.contracts"])]
+                + [Outgoing(c, f"missing-{new_id('x')}.events", "nowhere") for c in bad[2:]],
+            )
 
         async def settled():
             if task.done():
@@ -169,9 +183,11 @@ async def test_rows_naming_a_missing_exchange_back_off_alone_and_the_relay_lives
 
         await wait_until(settled, what="the bad rows backed off and the good row sent")
         assert not task.done()
+        assert relay._connection is first and not first.is_closed  # never closed by the broker
 
     row = await _row(engine, good.message_id)
     assert row.last_error is None, row.last_error  # never backed off for the bad rows' fault
+    assert row.attempts == 1  # published once: never cut short by the bad rows' channel
     copies = await drain_queue(amqp_url, topology.name("executor.contracts"))
     assert good.message_id in {m.message_id for m in copies}
 

@@ -9,8 +9,10 @@ in the outbox with its error. Every message carries the relay's broker user in `
 
 A row the broker refuses outright — its exchange missing (``NOT_FOUND``) or closed to the relay's
 user (``ACCESS_REFUSED``) — makes the broker close the channel, which fails every publish in
-flight on it. Only the rows the refusal names back off; the others were merely cut short and are
-handed back for the next round at once. The relay's connection and channel are plain ones it
+flight on it. So the relay asks once per exchange whether the broker has it (a passive declare on
+a channel of its own) and backs off a row naming a missing one without publishing it. Where a
+channel still closes, only the rows the refusal names back off; the others were merely cut short
+and are handed back for the next round at once. The relay's connection and channel are plain ones it
 opens again itself: aio-pika's robust channel reopened itself while the relay opened another, and
 the broker closed the whole connection (``CHANNEL_ERROR - expected 'channel.open'``). A lost
 connection (broker or database) is passing: the relay reconnects; it never stops for one.
@@ -80,6 +82,10 @@ _PASSING = (
 )
 
 
+class NoSuchExchange(Exception):
+    """A row names an exchange the broker does not have (found before any publish of it)."""
+
+
 class _Unreachable(aio_pika.exceptions.AMQPError):
     """The relay's AMQP connection could not be (re)opened or closed under it: passing."""
 
@@ -108,6 +114,8 @@ def _back_off_s(row: Any, result: BaseException) -> float | None:
         return OWN_FAULT_S if returned else BROKER_FAULT_S
     if isinstance(result, TimeoutError):
         return BROKER_FAULT_S
+    if isinstance(result, NoSuchExchange):
+        return OWN_FAULT_S
     if isinstance(result, aiormq.exceptions.ChannelClosed):
         reason = str(result)
         if "exchange '" not in reason:
@@ -183,6 +191,9 @@ class OutboxRelay:
         self._notified_ns: int | None = None
         self._connection: aio_pika.abc.AbstractConnection | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
+        #: exchanges the broker was seen to have (``_check_exchange``), and one check at a time
+        self._exchanges: set[str] = set()
+        self._checking = asyncio.Lock()
         #: SIGNOFF_UNSAFE__MARK_SENT_BEFORE_CONFIRM, a negative control (``SIGNOFF_ENV=test`` only)
         self._mark_before_confirm = mark_before_confirm
 
@@ -316,7 +327,32 @@ class OutboxRelay:
             await self._drop_broker()
             raise
 
+    async def _check_exchange(self, name: str) -> None:
+        """Raise ``NoSuchExchange`` unless the broker has exchange ``name``: asked once per
+        exchange and connection, by a passive declare on a channel of its own.
+
+        A publish to a missing exchange makes the broker close the channel it came on, failing
+        every publish in flight beside it, and the frames already sent behind it on the closed
+        channel make the broker close the whole connection (``CHANNEL_ERROR``). Rows left behind
+        by an old topology (a removed prefix, another test's) then cut short every round that
+        took good rows with them, round after round as each came due again. Checked first, a
+        missing exchange costs its own rows a back-off and nothing else."""
+        async with self._checking:
+            if name in self._exchanges:
+                return
+            assert self._connection is not None, "_ensure_channel() opens the connection"
+            channel = await self._connection.channel(publisher_confirms=False)
+            try:
+                await channel.get_exchange(name, ensure=True)
+            except aiormq.exceptions.ChannelNotFoundEntity as exc:
+                raise NoSuchExchange(str(exc)) from exc
+            finally:
+                if not channel.is_closed:
+                    await channel.close()
+            self._exchanges.add(name)
+
     async def _drop_broker(self) -> None:
+        self._exchanges.clear()
         connection, self._connection, self._channel = self._connection, None, None
         if connection is not None and not connection.is_closed:
             with contextlib.suppress(Exception):
@@ -403,6 +439,8 @@ class OutboxRelay:
             results = await asyncio.gather(*publishes, return_exceptions=True)
             span.add_event("confirmed")
             outcomes = list(zip(rows, results, strict=True))
+            if any(isinstance(res, aiormq.exceptions.ChannelClosed) for res in results):
+                self._exchanges.clear()  # an exchange seen before may be gone: check again
             sent = [row.id for row, res in outcomes if res is None]
             failed = [
                 (row.id, repr(res)[:500], wait_s)
@@ -469,6 +507,8 @@ class OutboxRelay:
 
     async def _publish(self, row: Any) -> None:
         assert self._channel is not None
+        if row.exchange not in self._exchanges and row.exchange:  # "": the default exchange
+            await self._check_exchange(row.exchange)
         exchange = await self._channel.get_exchange(row.exchange, ensure=False)
         message = persistent_message(
             bytes(row.body),
