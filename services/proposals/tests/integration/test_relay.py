@@ -149,7 +149,7 @@ async def test_rows_naming_a_missing_exchange_back_off_alone_and_the_relay_lives
     async with _running(relay) as task:
 
         async def connected():
-            return relay._channel is not None and relay._connection
+            return relay._connection if relay._channel is not None else None
 
         first = await wait_until(connected, what="the relay's connection")
         async with engine.begin() as conn:
@@ -183,7 +183,8 @@ async def test_rows_naming_a_missing_exchange_back_off_alone_and_the_relay_lives
 
         await wait_until(settled, what="the bad rows backed off and the good row sent")
         assert not task.done()
-        assert relay._connection is first and not first.is_closed  # never closed by the broker
+        assert first is not None and relay._connection is first
+        assert not first.is_closed  # never closed by the broker
 
     row = await _row(engine, good.message_id)
     assert row.last_error is None, row.last_error  # never backed off for the bad rows' fault
