@@ -119,7 +119,7 @@ def _values(target: S) -> dict[str, Any]:
         "decided_by": "usr_approver",
         "decided_at": repo.DB_CLOCK,
         "contract_id": new_id("ctr"),
-        "execute_by": repo.DB_CLOCK + timedelta(minutes=5),
+        "execute_by": repo.Later(timedelta(minutes=5)),
     }
 
 
