@@ -22,9 +22,9 @@ from signoff_conformance.toy.domain import open_account
 from signoff_contracts.ids import new_id
 from signoff_contracts.outcomes import Succeeded
 from signoff_contracts.status import TRANSITIONS, IllegalTransition, ProposalStatus
-from signoff_contracts.v1 import OutcomeReported
+from signoff_contracts.v1 import ApproveProposal, OutcomeReported
 from signoff_proposals.context import Context
-from signoff_proposals.decisions import decide
+from signoff_proposals.decisions import commands
 from signoff_proposals.intake import store as intake
 from signoff_proposals.lifecycle import domain, transitions
 from signoff_proposals.lifecycle import repository as repo
@@ -262,12 +262,13 @@ def _statements(engine: AsyncEngine) -> Iterator[tuple[list[str], list[str]]]:
 
 
 async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):
-    """Round trips on the hot paths: a claim is the proposal (read with the lock the quorum step
-    needs), the membership, the approval policy's quorum step (the approval recorded and added
-    to the row's copy: one), the one UPDATE and one statement of audit row + contract + event;
-    an outcome is the inbox row with the lock, the UPDATE, and audit row + event. (A
-    performance budget: more is a regression.) Each of them but the membership is a hot
-    statement: one back on SQLAlchemy Core costs its CPU again (docs/benchmarks.md)."""
+    """Round trips on the hot paths: a claim is the command's inbox row and its stored reply,
+    the proposal (read with the lock the quorum step needs), the membership, the approval
+    policy's quorum step (the approval recorded and added to the row's copy: one), the one
+    UPDATE and one statement of audit row + contract + event; an outcome is the inbox row with
+    the lock, the UPDATE, and audit row + event. (A performance budget: more is a regression.)
+    Each of them but the membership is a hot statement: one back on SQLAlchemy Core costs its
+    CPU again (docs/benchmarks.md)."""
     org = new_id("org")
     proposed = await intake.store(
         ctx,
@@ -280,10 +281,11 @@ async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):
     pid = proposed.proposal.id
     approver = issue_token(ctx.settings.auth, await enrol(ctx.engine, org), org)
 
+    command = ApproveProposal(token=approver, proposal_id=pid)
     with _statements(ctx.engine) as (core, hot):
         async with unit_of_work(ctx.engine) as tx:
-            assert (await decide.approve(ctx, tx, approver, pid)).result == "claimed"
-    assert len(core + hot) == 4 + 1, core + hot
+            assert (await commands.decided(ctx, tx, command)).result == "claimed"
+    assert len(core + hot) == 2 + 4 + 1, core + hot
     # all but the membership (the domain's directory, not this service's SQL) are hot statements
     assert len(core) == 1 and "conformance_toy.members" in core[0], core
 
