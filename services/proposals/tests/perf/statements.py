@@ -188,7 +188,7 @@ async def _core_transition(
     source: ProposalStatus,
     target: ProposalStatus,
     actor: str,
-    values: dict[str, Any],
+    values: dict[str, Any] | None = None,
     **_: Any,
 ) -> Any:
     """The claim's UPDATE as it was: an ``update()`` construct built on every call (what
@@ -196,7 +196,7 @@ async def _core_transition(
     move = domain.step(source, target)
     given = {
         name: repo.DB_CLOCK + value.by if isinstance(value, repo.Later) else value
-        for name, value in values.items()
+        for name, value in (values or {}).items()
     }
     rows = await transitions._update(tx, move, [proposals.c.id == proposal_id], given)
     await transitions._record(ctx, tx, move, rows, actor, {}, None)
