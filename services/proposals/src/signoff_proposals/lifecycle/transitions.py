@@ -19,9 +19,13 @@ statement of their audit rows and events. ``create`` stores a new proposal with 
 
 ``transition_each`` is ``transition`` for many proposals at once, each with its own move, values,
 actor and detail (a batch of outcomes): one UPDATE joined to the moves' arrays, one statement of
-their audit rows and messages. Every outcome runs it, so its UPDATE is fixed SQL per shape of
-move run by asyncpg (``signoff_runtime.hot``; docs/benchmarks.md, "Hot statements"), its rows
-read by attribute like the ``Row``\\ s of the others.
+their audit rows and messages.
+
+Every claim runs ``transition`` and every outcome ``transition_each``, so their UPDATEs are fixed
+SQL per shape of call run by asyncpg (``signoff_runtime.hot``; docs/benchmarks.md, "Hot
+statements"), their rows read by attribute (``hot.Fields``) like the ``Row``\\ s of the
+others; a column set to the clock plus an interval is given as ``repository.Later``. ``expire``
+and ``create`` stay SQLAlchemy Core.
 
 Over 300 lines because every statement that writes a status lives here and nowhere else (the
 unit test ``test_one_way_to_move`` allows this module only): splitting it would spread them.
