@@ -19,9 +19,10 @@ time. Workloads:
   the event.
 
 The ``core`` path runs the same code with the statements that changed put back as they were
-(copied below, swapped in for its rounds only); the outcome's ``outbox`` path, only its audit +
-outbox write prepared (``lifecycle.outbox.enqueue``) — the inbox+lock and the UPDATE still
-through SQLAlchemy, as before they became hot statements too. It calls the service's internals,
+(copied below, swapped in for its rounds only); the ``outbox`` path, only the audit + outbox
+write prepared (``lifecycle.outbox.enqueue``) — the claim's locked read, quorum step and UPDATE,
+the outcome's inbox+lock and UPDATE still through SQLAlchemy, as before they became hot
+statements too. It calls the service's internals,
 so it lives with the service's tests (``bench/`` measures through the public interfaces only);
 not a test module, pytest does not collect it. The executor's: ``services/executor/tests/perf``.
 """
@@ -40,15 +41,15 @@ from signoff_contracts.outcomes import Succeeded
 from signoff_contracts.status import ProposalStatus
 from signoff_contracts.v1 import OutcomeReported
 from signoff_proposals.context import Context
+from signoff_proposals.lifecycle import domain, transitions
 from signoff_proposals.lifecycle import outbox as lifecycle_outbox
 from signoff_proposals.lifecycle import repository as repo
-from signoff_proposals.lifecycle import transitions
 from signoff_proposals.lifecycle.domain import Step
 from signoff_proposals.outcomes import recording
 from signoff_proposals.policies import repository as policies
 from signoff_proposals.settings import ProposalsSettings
+from signoff_proposals.tables import approvals, proposals
 from signoff_proposals.tables import outbox as proposals_outbox_table
-from signoff_proposals.tables import proposals
 from signoff_runtime import outbox as runtime_outbox
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.outbox import Outgoing
@@ -60,6 +61,7 @@ from signoff_runtime.topology import Topology
 from signoff_runtime.unit_of_work import UnitOfWork, unit_of_work
 from sqlalchemy import Text, bindparam, func, text, update
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 _SEED = (
@@ -143,19 +145,95 @@ async def _core_update_each(
     return list(rows)
 
 
+async def _core_get(conn: AsyncConnection, proposal_id: str, *, lock: bool = False) -> Any:
+    """The claim's locked read as it was: a ``text()`` construct (the claim reads it locked)."""
+    assert lock
+    locked = text(
+        "SELECT p.*, p.expires_at <= statement_timestamp() AS lapsed "
+        "FROM proposals.proposals p WHERE p.id = :id FOR UPDATE"
+    )
+    return (await conn.execute(locked, {"id": proposal_id})).first()
+
+
+async def _core_record(
+    conn: AsyncConnection, proposal_id: str, approver: str, role: str, **_: Any
+) -> Any:
+    """The quorum step's statement as it was (a policy of one approver: no audit row)."""
+    inserted = (
+        pg_insert(approvals)
+        .values(proposal_id=proposal_id, approver=approver, role=role)
+        .on_conflict_do_nothing(index_elements=["proposal_id", "approver"])
+        .returning(approvals.c.proposal_id, approvals.c.approved_at)
+        .cte("recorded")
+    )
+    mark = func.jsonb_build_array(
+        func.jsonb_build_object(
+            "user_id", approver, "role", role, "at", func.to_jsonb(inserted.c.approved_at)
+        )
+    )
+    stmt = (
+        update(proposals)
+        .where(proposals.c.id == inserted.c.proposal_id)
+        .values(approvals=proposals.c.approvals.op("||")(mark))
+        .returning(*proposals.c)
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def _core_transition(
+    ctx: Context,
+    tx: UnitOfWork,
+    proposal_id: str,
+    *,
+    source: ProposalStatus,
+    target: ProposalStatus,
+    actor: str,
+    values: dict[str, Any] | None = None,
+    **_: Any,
+) -> Any:
+    """The claim's UPDATE as it was: an ``update()`` construct built on every call (what
+    ``transitions._update`` still builds for expiry), the clock offsets as Core expressions."""
+    move = domain.step(source, target)
+    given = {
+        name: repo.DB_CLOCK + value.by if isinstance(value, repo.Later) else value
+        for name, value in (values or {}).items()
+    }
+    rows = await transitions._update(tx, move, [proposals.c.id == proposal_id], given)
+    await transitions._record(ctx, tx, move, rows, actor, {}, None)
+    return rows[0] if rows else None
+
+
 @contextmanager
 def _core(*, outbox: bool) -> Iterator[None]:
-    """The changed statements put back as they were, for one round of a path: the inbox+lock
-    and the outcome UPDATE, and with ``outbox`` the audit + outbox write too."""
-    saved = lifecycle_outbox.enqueue, repo.lock_delivered, transitions._update_each
+    """The changed statements put back as they were, for one round of a path: the claim's
+    locked read, quorum step and UPDATE, the outcome's inbox+lock and UPDATE, and with
+    ``outbox`` the audit + outbox write too."""
+    saved = (
+        lifecycle_outbox.enqueue,
+        repo.lock_delivered,
+        transitions._update_each,
+        repo.get,
+        policies.record,
+        transitions.transition,
+    )
     if outbox:
         lifecycle_outbox.enqueue = _core_enqueue
     repo.lock_delivered = _core_lock_delivered
     transitions._update_each = _core_update_each
+    repo.get = _core_get
+    policies.record = _core_record
+    transitions.transition = _core_transition
     try:
         yield
     finally:
-        lifecycle_outbox.enqueue, repo.lock_delivered, transitions._update_each = saved
+        (
+            lifecycle_outbox.enqueue,
+            repo.lock_delivered,
+            transitions._update_each,
+            repo.get,
+            policies.record,
+            transitions.transition,
+        ) = saved
 
 
 def _path(path: str, unit: Unit) -> Unit:
@@ -207,8 +285,8 @@ async def workloads(engine: AsyncEngine, url: str, total: int) -> list[Workload]
                             "decided_by": "usr_bench",
                             "decided_at": repo.DB_CLOCK,
                             "contract_id": new_id("ctr"),
-                            "execute_by": repo.DB_CLOCK + execute_within,
-                            "republish_after": repo.DB_CLOCK + stuck_after,
+                            "execute_by": repo.Later(execute_within),
+                            "republish_after": repo.Later(stuck_after),
                         },
                     )
                     assert claimed is not None
@@ -223,8 +301,7 @@ async def workloads(engine: AsyncEngine, url: str, total: int) -> list[Workload]
                 )
                 assert await recording.record(ctx, report)
 
-            if path != "outbox":  # the claim runs neither of the outcome's two statements
-                claims[path] = _path(path, claim)
+            claims[path] = _path(path, claim)
             outcomes[path] = _path(path, outcome)
     finally:
         await seeder.close()

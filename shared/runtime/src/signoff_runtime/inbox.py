@@ -15,6 +15,8 @@ from sqlalchemy import Column, DateTime, MetaData, Table, Text, func, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from signoff_runtime import hot
+
 
 def inbox_table(metadata: MetaData, schema: str) -> Table:
     return Table(
@@ -30,15 +32,13 @@ def inbox_table(metadata: MetaData, schema: str) -> Table:
 async def first_delivery(
     conn: AsyncConnection, table: Table, message_id: str, result: Any = None
 ) -> bool:
-    """Record ``message_id``; ``False`` if it was already recorded (a duplicate)."""
-    row = await conn.execute(
-        text(
-            f"INSERT INTO {table.schema}.inbox (message_id, result) "  # noqa: S608
-            "VALUES (:mid, CAST(:result AS jsonb)) ON CONFLICT DO NOTHING RETURNING 1"
-        ),
-        {"mid": message_id, "result": json.dumps(result) if result is not None else None},
+    """Record ``message_id``; ``False`` if it was already recorded (a duplicate). Fixed SQL run
+    by asyncpg (``signoff_runtime.hot``): every approval command and reconciliation runs it."""
+    sql = (
+        f"INSERT INTO {table.schema}.inbox (message_id, result) "  # noqa: S608
+        "VALUES ($1, $2::jsonb) ON CONFLICT DO NOTHING RETURNING 1"
     )
-    return row.first() is not None
+    return await hot.fetchrow(conn, sql, message_id, hot.json_param(result)) is not None
 
 
 async def first_deliveries(
@@ -65,10 +65,7 @@ async def stored_result(conn: AsyncConnection, table: Table, message_id: str) ->
 
 
 async def store_result(conn: AsyncConnection, table: Table, message_id: str, result: Any) -> None:
-    await conn.execute(
-        text(
-            f"UPDATE {table.schema}.inbox SET result = CAST(:result AS jsonb) "  # noqa: S608
-            "WHERE message_id = :mid"
-        ),
-        {"mid": message_id, "result": json.dumps(result)},
-    )
+    """Keep ``result`` beside ``message_id`` (the reply a replay is answered with). Fixed SQL run
+    by asyncpg (``signoff_runtime.hot``), as ``first_delivery``."""
+    sql = f"UPDATE {table.schema}.inbox SET result = $2::jsonb WHERE message_id = $1"  # noqa: S608
+    await hot.execute(conn, sql, message_id, json.dumps(result))

@@ -34,13 +34,13 @@ from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import PROPOSALS_AUDIENCE, Claims, TokenInvalid, verify_token_async
 from signoff_runtime.unit_of_work import UnitOfWork
 from signoff_runtime.validation import summary
-from sqlalchemy import Row
 
 from signoff_proposals.context import Context
 from signoff_proposals.lifecycle import domain
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.domain import Answer
 from signoff_proposals.lifecycle.outbox import SOURCE
+from signoff_proposals.lifecycle.repository import Stored
 from signoff_proposals.lifecycle.transitions import expire, transition
 from signoff_proposals.policies import domain as policy_domain
 from signoff_proposals.policies import quorum
@@ -53,7 +53,7 @@ PENDING = ProposalStatus.PENDING
 class Admitted:
     claims: Claims
     member: Membership
-    row: Row[Any]
+    row: Stored
 
 
 async def approve(
@@ -204,9 +204,8 @@ async def _claim(ctx: Context, tx: UnitOfWork, admitted: Admitted) -> ApprovalRe
             "decided_by": admitted.claims.sub,
             "decided_at": repo.DB_CLOCK,
             "contract_id": new_id("ctr"),
-            "execute_by": repo.DB_CLOCK
-            + timedelta(seconds=ctx.settings.contracts.execute_within_s),
-            "republish_after": repo.DB_CLOCK + timedelta(seconds=group.stuck_after_s),
+            "execute_by": repo.Later(timedelta(seconds=ctx.settings.contracts.execute_within_s)),
+            "republish_after": repo.Later(timedelta(seconds=group.stuck_after_s)),
         },
     )
     if claimed is None:
@@ -223,7 +222,7 @@ async def after_lost_claim(ctx: Context, tx: UnitOfWork, proposal_id: str) -> Ap
     row = await repo.get(tx.conn, proposal_id)
     assert row is not None, "proposals are never deleted"
     status = ProposalStatus(row.status)
-    shown: Row[Any] = row
+    shown: Stored = row
     if status is PENDING and row.lapsed:
         expired = await expire(ctx, tx, noticed_by="decision", proposal_id=proposal_id)
         shown = expired[0] if expired else row
@@ -285,7 +284,7 @@ async def forbidden(
     return reply(domain.FORBIDDEN if why == "role" else domain.Answer("forbidden", reason=why))
 
 
-def reply(answer: Answer, row: Row[Any] | None = None) -> ApprovalReply:
+def reply(answer: Answer, row: Stored | None = None) -> ApprovalReply:
     """The typed reply; a proposal is shown only to those allowed to see it."""
     shown = None if row is None else repo.view(row)
     counts = None
@@ -303,7 +302,7 @@ def reply(answer: Answer, row: Row[Any] | None = None) -> ApprovalReply:
     )
 
 
-def operation_of(ctx: Context, row: Row[Any]) -> AnyOperation | None:
+def operation_of(ctx: Context, row: Stored) -> AnyOperation | None:
     try:
         return ctx.operations.get(row.operation_kind, row.contract_version)
     except UnknownOperation:
@@ -316,7 +315,7 @@ def actor_of(admitted: Admitted) -> Actor:
     )
 
 
-def scope_of(row: Row[Any]) -> Scope:
+def scope_of(row: Stored) -> Scope:
     return Scope(
         organization_id=row.organization_id, section=row.section, resource_id=row.resource_id
     )

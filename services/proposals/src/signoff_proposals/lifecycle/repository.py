@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any, TypeAlias, cast
+from typing import Any, Literal, TypeAlias, cast, overload
 
 from asyncpg import Record
 from signoff_contracts import v1
@@ -29,7 +29,7 @@ from signoff_runtime import hot
 from signoff_runtime.bulk import insert_rows
 from signoff_runtime.outbox import Change
 from signoff_runtime.unit_of_work import UnitOfWork
-from sqlalchemy import CTE, DateTime, Insert, Row, Table, func, select, text
+from sqlalchemy import CTE, DateTime, Insert, Row, Table, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -41,8 +41,19 @@ from signoff_proposals.tables import audit, proposals
 #: or an asyncpg ``Record`` from a hot statement (``signoff_runtime.hot.Fields``)
 Stored: TypeAlias = Row[Any] | hot.Fields
 
+#: the proposals' columns as a hot statement returns them (the table under the alias ``p``)
+COLUMNS = ", ".join(f"p.{column.name}" for column in proposals.c)
+
 #: the database clock at this statement (see the module docstring)
 DB_CLOCK = func.statement_timestamp(type_=DateTime(timezone=True))
+
+
+@dataclass(frozen=True, slots=True)
+class Later:
+    """``DB_CLOCK`` plus ``by``: a value ``transitions.transition`` sets (``execute_by``), which
+    its fixed SQL writes as ``statement_timestamp() + $n``."""
+
+    by: timedelta
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +117,19 @@ def lapsed(table: Table, *, batch: int, row_id: str | None = None) -> CTE:
     return due.cte("due")
 
 
-async def get(conn: AsyncConnection, proposal_id: str, *, lock: bool = False) -> Row[Any] | None:
+@overload
+async def get(
+    conn: AsyncConnection, proposal_id: str, *, lock: Literal[False] = False
+) -> Row[Any] | None: ...
+@overload
+async def get(conn: AsyncConnection, proposal_id: str, *, lock: bool) -> Stored | None: ...
+async def get(conn: AsyncConnection, proposal_id: str, *, lock: bool = False) -> Stored | None:
     """The proposal, with ``lapsed``: is it past ``expires_at`` by the database clock now?
-    With ``lock``, locked until the transaction ends (an approval's quorum step)."""
+    With ``lock``, locked until the transaction ends (an approval's quorum step): fixed SQL run
+    by asyncpg (``signoff_runtime.hot``), as every approval reads it so."""
     if lock:
-        return (await conn.execute(_LOCKED, {"id": proposal_id})).first()
+        record = await hot.fetchrow(conn, _LOCKED, proposal_id)
+        return None if record is None else hot.Fields(record)
     stmt = select(*proposals.c, (proposals.c.expires_at <= DB_CLOCK).label("lapsed")).where(
         proposals.c.id == proposal_id
     )
@@ -118,9 +137,9 @@ async def get(conn: AsyncConnection, proposal_id: str, *, lock: bool = False) ->
 
 
 #: ``get`` with its lock, written short: ``pg_stat_activity`` shows a waiting query's first 1 kB
-_LOCKED = text(
+_LOCKED = (
     "SELECT p.*, p.expires_at <= statement_timestamp() AS lapsed "
-    "FROM proposals.proposals p WHERE p.id = :id FOR UPDATE"
+    "FROM proposals.proposals p WHERE p.id = $1 FOR UPDATE"
 )
 
 

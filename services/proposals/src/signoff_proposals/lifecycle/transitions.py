@@ -19,9 +19,13 @@ statement of their audit rows and events. ``create`` stores a new proposal with 
 
 ``transition_each`` is ``transition`` for many proposals at once, each with its own move, values,
 actor and detail (a batch of outcomes): one UPDATE joined to the moves' arrays, one statement of
-their audit rows and messages. Every outcome runs it, so its UPDATE is fixed SQL per shape of
-move run by asyncpg (``signoff_runtime.hot``; docs/benchmarks.md, "Hot statements"), its rows
-read by attribute like the ``Row``\\ s of the others.
+their audit rows and messages.
+
+Every claim runs ``transition`` and every outcome ``transition_each``, so their UPDATEs are fixed
+SQL per shape of call run by asyncpg (``signoff_runtime.hot``; docs/benchmarks.md, "Hot
+statements"), their rows read by attribute (``hot.Fields``) like the ``Row``\\ s of the
+others; a column set to the clock plus an interval is given as ``repository.Later``. ``expire``
+and ``create`` stay SQLAlchemy Core.
 
 Over 300 lines because every statement that writes a status lives here and nowhere else (the
 unit test ``test_one_way_to_move`` allows this module only): splitting it would spread them.
@@ -40,7 +44,7 @@ from signoff_contracts.status import ProposalStatus
 from signoff_runtime import hot, tracing
 from signoff_runtime.outbox import Outgoing
 from signoff_runtime.unit_of_work import UnitOfWork
-from sqlalchemy import JSON, ColumnElement, Row, update
+from sqlalchemy import JSON, ClauseElement, ColumnElement, Row, update
 from sqlalchemy.dialects import postgresql
 
 from signoff_proposals.context import Context
@@ -48,7 +52,7 @@ from signoff_proposals.lifecycle import domain, outbox
 from signoff_proposals.lifecycle import metrics as lifecycle_metrics
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.lifecycle.domain import Step
-from signoff_proposals.lifecycle.repository import DB_CLOCK, AuditEntry, Stored
+from signoff_proposals.lifecycle.repository import DB_CLOCK, AuditEntry, Later, Stored
 from signoff_proposals.metrics import count_transition
 from signoff_proposals.tables import proposals
 
@@ -68,18 +72,31 @@ async def transition(
     causation_id: str | None = None,
     organization_id: str | None = None,
     any_status: bool = False,
-) -> Row[Any] | None:
-    """Move ``proposal_id`` from ``source`` to ``target`` (also setting ``values``), audited
-    under ``actor`` with ``detail`` and announced; ``None`` if the row did not qualify.
+) -> hot.Fields | None:
+    """Move ``proposal_id`` from ``source`` to ``target`` (also setting ``values``: each a value,
+    ``DB_CLOCK`` or ``Later``), audited under ``actor`` with ``detail`` and announced; ``None``
+    if the row did not qualify. Its UPDATE is fixed SQL per shape of call run by asyncpg
+    (``_one_sql``, ``signoff_runtime.hot``): every claim runs it.
 
     ``any_status`` is the negative control ``SIGNOFF_UNSAFE__CLAIM_WITHOUT_STATUS`` (tests only):
     the status condition is dropped, and with it the table's promise.
     """
     move = domain.step(source, target)
-    where = [proposals.c.id == proposal_id]
+    given = values or {}
+    shape = tuple((name, _kind(value)) for name, value in given.items())
+    sql, params = _one_sql(
+        shape, move.clock, any_status, organization_id is not None, move.sends_contract
+    )
+    args: list[Any] = [proposal_id, move.target.value]
+    if not any_status:
+        args.append(source.value)
     if organization_id is not None:
-        where.append(proposals.c.organization_id == organization_id)
-    rows = await _update(tx, move, where, values or {}, any_status=any_status)
+        args.append(organization_id)
+    args += [param(given[name]) for name, param in params]
+    record = await hot.fetchrow(tx.conn, sql, *args)
+    rows = [] if record is None else [hot.Fields(record)]
+    for row in rows:
+        _count(tx, row, move.target)
     await _record(ctx, tx, move, rows, actor, detail or {}, causation_id)
     return rows[0] if rows else None
 
@@ -175,31 +192,88 @@ def _clock(move: Step) -> list[ColumnElement[bool]]:
 
 
 async def _update(
-    tx: UnitOfWork,
-    move: Step,
-    where: list[ColumnElement[bool]],
-    values: dict[str, Any],
-    *,
-    any_status: bool = False,
+    tx: UnitOfWork, move: Step, where: list[ColumnElement[bool]], values: dict[str, Any]
 ) -> Sequence[Row[Any]]:
-    """The move's one conditional UPDATE; the rows it moved (counted once committed)."""
+    """The move's one conditional UPDATE through SQLAlchemy (``expire``: its rows picked by a
+    CTE); the rows it moved (counted once committed)."""
     assert move.source is not None
     returning: list[Any] = list(proposals.c)
     if move.sends_contract:
         returning.append(repo.origin_trace())
     stmt = (
         update(proposals)
-        .where(*where)
+        .where(*where, proposals.c.status == move.source.value, *_clock(move))
         .values(status=move.target.value, **values)
         .returning(*returning)
     )
-    if not any_status:
-        stmt = stmt.where(proposals.c.status == move.source.value)
-    stmt = stmt.where(*_clock(move))
     rows = (await tx.conn.execute(stmt)).all()
     for row in rows:
         _count(tx, row, move.target)
     return rows
+
+
+def _kind(value: Any) -> str:
+    """How ``transition``'s SQL sets a column to ``value``: the database clock, the clock plus a
+    parameter's interval (``Later``), or a parameter."""
+    if value is DB_CLOCK:
+        return "clock"
+    if isinstance(value, Later):
+        return "later"
+    assert not isinstance(value, ClauseElement), "a value, DB_CLOCK or Later"
+    return "value"
+
+
+#: a move's condition on ``expires_at`` (``domain.Step.clock``) in ``transition``'s SQL
+_CLOCK_SQL = {
+    None: "",
+    "unexpired": " AND p.expires_at > statement_timestamp()",
+    "lapsed": " AND p.expires_at <= statement_timestamp()",
+}
+
+
+@functools.cache
+def _one_sql(
+    shape: tuple[tuple[str, str], ...],
+    clock: str | None,
+    any_status: bool,
+    in_org: bool,
+    sends_contract: bool,
+) -> tuple[str, tuple[tuple[str, Callable[[Any], Any]], ...]]:
+    """``transition``'s UPDATE for one shape of call — each given column and how it is set
+    (``_kind``), the move's clock condition, the status and organization conditions or not, the
+    contract's trace returned or not — and, after its fixed parameters (``$1`` the id, ``$2``
+    the target, then the source and the organization if conditioned on), each parameter's
+    column and conversion (``jsonb``: JSON text; ``Later``: its interval). Built once per
+    shape, as ``_each_sql``."""
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]  # SQLAlchemy's, untyped
+    unknown = {name for name, _ in shape} - set(proposals.c.keys())
+    assert not unknown, f"not columns of proposals: {unknown}"
+    fixed = ["p.id = $1"] + (["p.status = $3"] if not any_status else [])
+    if in_org:
+        fixed.append(f"p.organization_id = ${len(fixed) + 2}")
+    sets = ["status = $2"]
+    params: list[tuple[str, Callable[[Any], Any]]] = []
+    for name, kind in shape:
+        n = len(fixed) + 2 + len(params)
+        type_ = proposals.c[name].type
+        if kind == "clock":
+            sets.append(f"{name} = statement_timestamp()")
+        elif kind == "later":
+            sets.append(f"{name} = statement_timestamp() + ${n}::interval")
+            params.append((name, _interval))
+        else:
+            sets.append(f"{name} = ${n}::{type_.compile(dialect=dialect)}")
+            params.append((name, hot.json_param if isinstance(type_, JSON) else _as_is))
+    returning = repo.COLUMNS + (", " + _ORIGIN_TRACE if sends_contract else "")
+    sql = (
+        f"UPDATE proposals.proposals AS p SET {', '.join(sets)} "  # noqa: S608 - table's names
+        f"WHERE {' AND '.join(fixed)}{_CLOCK_SQL[clock]} RETURNING {returning}"
+    )
+    return sql, tuple(params)
+
+
+def _interval(value: Later) -> timedelta:
+    return value.by
 
 
 async def _update_each(
@@ -233,8 +307,7 @@ async def _update_each(
     return rows
 
 
-#: the proposals' columns as ``_each_sql``'s UPDATE returns them, and the contract's trace
-_RETURNED = ", ".join(f"p.{column.name}" for column in proposals.c)
+#: the contract's trace, as the UPDATEs of ``_one_sql`` and ``_each_sql`` return it
 _ORIGIN_TRACE = (
     "(SELECT a.detail ->> 'traceparent' FROM proposals.audit a "
     "WHERE a.proposal_id = p.id AND a.action = 'created' LIMIT 1) AS origin_trace"
@@ -267,7 +340,7 @@ def _each_sql(
         *(f"{n} = m.{n}" for n in each_row),
         *(f"{n} = statement_timestamp()" for n in same),
     ]
-    returning = _RETURNED + (", " + _ORIGIN_TRACE if sends_contract else "")
+    returning = repo.COLUMNS + (", " + _ORIGIN_TRACE if sends_contract else "")
     given = ", ".join(("id", "source", "target", *each_row))
     sql = (
         f"UPDATE proposals.proposals AS p SET {', '.join(sets)} "  # noqa: S608 - table's names
@@ -295,7 +368,7 @@ async def _record(
     ctx: Context,
     tx: UnitOfWork,
     move: Step,
-    rows: Sequence[Row[Any]],
+    rows: Sequence[Stored],
     actor: str,
     detail: dict[str, Any],
     causation_id: str | None,

@@ -32,16 +32,14 @@ caller's read of the row.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from signoff_contracts.operations import Actor
 from signoff_contracts.status import ProposalStatus
 from signoff_runtime.unit_of_work import UnitOfWork
-from sqlalchemy import Row
 
 from signoff_proposals.context import Context
-from signoff_proposals.lifecycle.repository import AuditEntry
+from signoff_proposals.lifecycle.repository import AuditEntry, Stored
 from signoff_proposals.policies import domain
 from signoff_proposals.policies import repository as policies
 
@@ -52,7 +50,7 @@ log = structlog.get_logger(__name__)
 class Tally:
     """Where one approval leaves its proposal."""
 
-    row: Row[Any]
+    row: Stored
     #: the proposal was no longer pending (or had lapsed) once locked: nothing recorded
     lost: bool = False
     #: why the approval may not count (a reason code): nothing recorded
@@ -66,7 +64,7 @@ class Tally:
 
 
 async def tally(
-    ctx: Context, tx: UnitOfWork, proposal_id: str, actor: Actor, *, locked: Row[Any] | None = None
+    ctx: Context, tx: UnitOfWork, proposal_id: str, actor: Actor, *, locked: Stored | None = None
 ) -> Tally:
     """Where ``actor``'s approval leaves the proposal; ``locked``: the row as the caller read it
     with its lock (else it is locked and read here)."""

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CTE, Row, func, insert, literal, select, text, update
-from sqlalchemy.dialects.postgresql import JSONB
+from signoff_runtime import hot
+from sqlalchemy import Row, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_proposals.lifecycle.repository import DB_CLOCK, AuditEntry, get
+from signoff_proposals.lifecycle.repository import COLUMNS, AuditEntry, Stored, get
 from signoff_proposals.policies.domain import Policy, Requirement
-from signoff_proposals.tables import approval_policies, approvals, audit, proposals
+from signoff_proposals.tables import approval_policies, approvals, proposals
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +138,7 @@ async def freeze(conn: AsyncConnection, proposal_id: str, need: Requirement) -> 
     return (await conn.execute(stmt)).one()
 
 
-async def lock(conn: AsyncConnection, proposal_id: str) -> Row[Any]:
+async def lock(conn: AsyncConnection, proposal_id: str) -> Stored:
     """The proposal with ``lapsed`` (past ``expires_at`` by the database clock), locked until
     the transaction ends: approvals of one proposal take their turns (``quorum``)."""
     row = await get(conn, proposal_id, lock=True)
@@ -153,47 +153,52 @@ async def record(
     role: str,
     *,
     audited: AuditEntry | None = None,
-) -> Row[Any] | None:
+) -> hot.Fields | None:
     """Record ``approver``'s approval, append it to the row's copy and write ``audited`` — one
     statement; ``None`` (nothing written) if they had already approved.
 
     The approval's INSERT is the statement's ``WITH`` part: the UPDATE of the copy and the audit
     row read what it inserted, so a repeated approval (the primary key's conflict) inserts
-    nothing and nothing else is written either."""
-    inserted = (
-        pg_insert(approvals)
-        .values(proposal_id=proposal_id, approver=approver, role=role)
-        .on_conflict_do_nothing(index_elements=["proposal_id", "approver"])
-        .returning(approvals.c.proposal_id, approvals.c.approved_at)
-        .cte("recorded")
-    )
-    mark = func.jsonb_build_array(
-        func.jsonb_build_object(
-            "user_id", approver, "role", role, "at", func.to_jsonb(inserted.c.approved_at)
+    nothing and nothing else is written either. Fixed SQL run by asyncpg
+    (``signoff_runtime.hot``): every approval runs it."""
+    if audited is None:
+        record = await hot.fetchrow(conn, _RECORD, proposal_id, approver, role)
+    else:
+        record = await hot.fetchrow(
+            conn,
+            _RECORD_AUDITED,
+            proposal_id,
+            approver,
+            role,
+            audited.proposal_id,
+            audited.actor,
+            audited.action,
+            hot.json_param(audited.detail),
         )
-    )
-    stmt = (
-        update(proposals)
-        .where(proposals.c.id == inserted.c.proposal_id)
-        .values(approvals=proposals.c.approvals.op("||")(mark))
-        .returning(*proposals.c)
-    )
-    if audited is not None:
-        stmt = stmt.add_cte(_audit_after(inserted, audited))
-    return (await conn.execute(stmt)).first()
+    return None if record is None else hot.Fields(record)
 
 
-def _audit_after(inserted: CTE, entry: AuditEntry) -> CTE:
-    """``entry``'s audit row, written only if ``inserted`` inserted a row."""
-    values = select(
-        literal(entry.proposal_id),
-        literal(entry.actor),
-        literal(entry.action),
-        literal(entry.detail, JSONB),
-        DB_CLOCK,
-    ).select_from(inserted)
-    columns = ["proposal_id", "actor", "action", "detail", "at"]
-    return insert(audit).from_select(columns, values).cte("audited")
+#: ``record``'s statement: the approval (``$1``-``$3``), the row's copy gaining its mark
+_RECORDED = (
+    "recorded AS (INSERT INTO proposals.approvals (proposal_id, approver, role) "
+    "VALUES ($1, $2, $3) ON CONFLICT (proposal_id, approver) DO NOTHING "
+    "RETURNING proposal_id, approved_at)"
+)
+_MARKED = (
+    "UPDATE proposals.proposals AS p "
+    "SET approvals = p.approvals || jsonb_build_array("
+    "jsonb_build_object('user_id', $2::text, 'role', $3::text, "
+    "'at', to_jsonb(recorded.approved_at))) "
+    "FROM recorded WHERE p.id = recorded.proposal_id RETURNING " + COLUMNS
+)
+_RECORD = f"WITH {_RECORDED} {_MARKED}"
+#: ``record`` with its audit row (``$4``-``$7``), written only if the approval was inserted
+_RECORD_AUDITED = (
+    f"WITH {_RECORDED}, audited AS (INSERT INTO proposals.audit "  # noqa: S608 - table's names
+    "(proposal_id, actor, action, detail, at) "
+    "SELECT $4::text, $5::text, $6::text, $7::jsonb, statement_timestamp() FROM recorded) "
+    f"{_MARKED}"
+)
 
 
 async def approvers(conn: AsyncConnection, proposal_id: str) -> Sequence[str]:
