@@ -55,10 +55,21 @@ def stack_env(
     return env | QUICK_TIMINGS if quick else env
 
 
+#: every port ``free_port`` handed out in this process
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port free right now, never one handed out before in this process: the kernel may give
+    a port just closed to the next ``bind(0)``, and two services of one stack were given the
+    same port (the second failed to bind; its URL answered with the other's 404s)."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 @dataclass
