@@ -177,12 +177,12 @@ NOT_IN_A_SERVICE = (
 )
 
 
-#: what one service does not use in its default configuration, on top of ``NOT_IN_A_SERVICE``:
-#: PyJWT where no route checks a token, cryptography (≈ 7 MB) where neither a token nor a contract
-#: is checked (``signoff_runtime.keys``, ``signoff_runtime.audiences``; issue 18)
+#: what one service does not load to start, on top of ``NOT_IN_A_SERVICE`` (issue 18): PyJWT where
+#: no route checks a token, cryptography (≈ 7 MB) where neither a token nor a contract is checked
+#: (``signoff_runtime.keys``, ``signoff_runtime.audiences``), aiosmtplib until an e-mail is sent
 NOT_IN = {
     "agent": (),
-    "proposals": (),
+    "proposals": ("aiosmtplib",),
     "executor": ("jwt", "signoff_runtime.tokens"),
     "reconciler": ("jwt", "signoff_runtime.tokens", "cryptography"),
 }

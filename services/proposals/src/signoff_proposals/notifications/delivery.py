@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import aiosmtplib
 import httpx
 import structlog
 from sqlalchemy import text
@@ -186,6 +185,10 @@ class Notifier:
         summary = payloads.Summary.from_json(_summary_part(due.payload))
         cfg = self.settings
         message = payloads.email(summary, due.event, cfg.mail_from, str(due.payload["email"]))
+        # loaded by the first e-mail sent, not with the service: with e-mail off
+        # (SIGNOFF_NOTIFY__EMAIL_ENABLED=false) it is never needed (issue 18, ≈ 0.8 MB)
+        import aiosmtplib
+
         try:
             await aiosmtplib.send(
                 message,
