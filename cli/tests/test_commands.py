@@ -158,8 +158,9 @@ def test_a_service_process_imports_no_other_command_no_alembic_no_rich() -> None
     assert done.stdout.strip().splitlines()[-1] == "imported: []", done.stdout
 
 
-#: what a service's process must not import: other commands' modules (typer among them), and
-#: what only a terminal or a WebSocket would use (``signoff_cli`` and each service's ``serve``)
+#: what a service's process must not import: other commands' modules (typer among them), what
+#: only a terminal or a WebSocket would use, and pydantic.v1, which only FastAPI's check for such
+#: models would load (``signoff_cli`` and each service's ``serve``)
 NOT_IN_A_SERVICE = (
     "typer",
     "shellingham",
@@ -174,6 +175,7 @@ NOT_IN_A_SERVICE = (
     "rich",
     "pygments",
     "websockets",
+    "pydantic.v1",
 )
 
 
