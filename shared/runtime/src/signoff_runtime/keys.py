@@ -10,16 +10,23 @@ public key, so the issuer and the verifiers agree without a second setting.
 The ``DEV_ONLY_*`` pairs keep ``make run`` and the tests working with no configuration. They are
 public by construction (they are in this file): ``SIGNOFF_ENV=prod`` refuses every one of them,
 private or public, so nothing signed with them is ever trusted in production.
+
+cryptography is imported by the functions that read or make a key, not with this module: every
+service's settings read the constants, and one that checks neither a token nor a contract (the
+reconciler) would otherwise hold cryptography's Rust module, ≈ 7 MB, for nothing (issue 18).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+from typing import TYPE_CHECKING
 
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 DEV_ONLY_TOKEN_KID = "dev-only-token"  # noqa: S105
 DEV_ONLY_TOKEN_PRIVATE_KEY = "BLiCJMOnPnu0wSJ0waMztyjRMMrVmouIjOg_agMpd9w"  # noqa: S105
@@ -57,6 +64,10 @@ def _raw(text: str) -> bytes | None:
 
 
 def private_key(text: str) -> Ed25519PrivateKey:
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     text = text.strip()
     try:
         if text.startswith("-----BEGIN"):
@@ -71,6 +82,10 @@ def private_key(text: str) -> Ed25519PrivateKey:
 
 
 def public_key(text: str) -> Ed25519PublicKey:
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     text = text.strip()
     try:
         if text.startswith("-----BEGIN"):
@@ -85,10 +100,14 @@ def public_key(text: str) -> Ed25519PublicKey:
 
 
 def raw_public(key: Ed25519PublicKey) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     return b64url(key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
 
 
 def raw_private(key: Ed25519PrivateKey) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     return b64url(
         key.private_bytes(
             serialization.Encoding.Raw,
@@ -100,6 +119,8 @@ def raw_private(key: Ed25519PrivateKey) -> str:
 
 def derived_kid(key: Ed25519PublicKey) -> str:
     """A short stable name for a public key: the start of its SHA-256 in base64url."""
+    from cryptography.hazmat.primitives import serialization
+
     raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return b64url(hashlib.sha256(raw).digest())[:16]
 
@@ -117,5 +138,7 @@ def signing_kid(private: str, configured: str | None) -> str:
 
 def generate() -> tuple[str, str, str]:
     """A fresh pair: ``(kid, private, public)``, both keys in base64url."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     key = Ed25519PrivateKey.generate()
     return derived_kid(key.public_key()), raw_private(key), raw_public(key.public_key())

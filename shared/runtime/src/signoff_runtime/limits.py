@@ -19,15 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from signoff_runtime.audiences import AGENT_AUDIENCE, PROPOSALS_AUDIENCE
 from signoff_runtime.problems import MEDIA_TYPE, Problem
 from signoff_runtime.settings import AuthSettings, LimitsSettings
-from signoff_runtime.tokens import (
-    AGENT_AUDIENCE,
-    PROPOSALS_AUDIENCE,
-    TokenInvalid,
-    bearer,
-    verify_token_async,
-)
 
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
@@ -188,6 +182,10 @@ class RateLimitMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = self._bucket(scope) if scope["type"] == "http" else None
         if name is not None:
+            # loaded by the first rated request: a service with no rated route checks no token
+            # and need not hold PyJWT and cryptography (``audiences``)
+            from signoff_runtime.tokens import TokenInvalid, bearer, verify_token_async
+
             header = dict(scope.get("headers") or []).get(b"authorization")
             try:
                 token = bearer(header.decode() if header else None)

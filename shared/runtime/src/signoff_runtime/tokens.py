@@ -27,15 +27,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict
 
 from signoff_runtime import jwks, keys
+from signoff_runtime.audiences import AGENT_AUDIENCE as AGENT_AUDIENCE
+from signoff_runtime.audiences import AUDIENCES as AUDIENCES
+from signoff_runtime.audiences import PROPOSALS_AUDIENCE as PROPOSALS_AUDIENCE
 from signoff_runtime.key_settings import AuthSettings, IssuerSettings
 
 ALGORITHM = "EdDSA"
-#: the agent's HTTP API (conversations, the machine-facing propose, its event stream), and the
-#: person's token the agent forwards with a proposal or pause-point request
-AGENT_AUDIENCE = "signoff-agent"
-#: the proposals service's HTTP API and AMQP approval commands: what approving needs
-PROPOSALS_AUDIENCE = "signoff-proposals"
-AUDIENCES = (AGENT_AUDIENCE, PROPOSALS_AUDIENCE)
 
 
 class Claims(BaseModel):

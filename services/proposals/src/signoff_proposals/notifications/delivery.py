@@ -15,10 +15,9 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import aiosmtplib
 import httpx
 import structlog
 from sqlalchemy import text
@@ -89,21 +88,34 @@ class Notifier:
     settings: NotifyGroup
     transport: httpx.AsyncBaseTransport | None = None
 
+    _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
+
     async def run(self) -> None:
-        async with httpx.AsyncClient(
-            timeout=self.settings.send_timeout_s, transport=self.transport
-        ) as client:
+        try:
             while True:
                 try:
-                    if await self.once(client) < self.settings.batch:
+                    if await self.once() < self.settings.batch:
                         await asyncio.sleep(self.settings.interval_s)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
                     log.exception("notifications.round_failed")
                     await asyncio.sleep(self.settings.interval_s)
+        finally:
+            if self._client is not None:
+                await self._client.aclose()
 
-    async def once(self, client: httpx.AsyncClient) -> int:
+    def _webhooks(self) -> httpx.AsyncClient:
+        """The webhook client, made by the first webhook sent rather than at start: it holds
+        httpcore and a TLS context loaded with the CA bundle (≈ 2.5 MB, issue 18), which a
+        service with no webhook subscribed never needs."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=self.settings.send_timeout_s, transport=self.transport
+            )
+        return self._client
+
+    async def once(self) -> int:
         """One round: claim, send concurrently, record; the number of rows taken."""
         lease = self.settings.send_timeout_s * 3 + 5
         async with self.engine.begin() as conn:
@@ -113,15 +125,13 @@ class Notifier:
                     _CLAIM, {"lease": lease, "batch": self.settings.batch}
                 )
             ]
-        await asyncio.gather(*(self._settle(client, due) for due in taken))
+        await asyncio.gather(*(self._settle(due) for due in taken))
         await self._refresh_backlog()
         return len(taken)
 
-    async def _settle(self, client: httpx.AsyncClient, due: Due) -> None:
+    async def _settle(self, due: Due) -> None:
         send: Callable[[], Awaitable[int | None]] = (
-            (lambda: self._post(client, due))
-            if due.channel == "webhook"
-            else (lambda: self._mail(due))
+            (lambda: self._post(due)) if due.channel == "webhook" else (lambda: self._mail(due))
         )
         try:
             code = await send()
@@ -147,7 +157,7 @@ class Notifier:
         )
         await self._record(_RETRY, id=due.id, wait=wait, error=error, code=code)
 
-    async def _post(self, client: httpx.AsyncClient, due: Due) -> int:
+    async def _post(self, due: Due) -> int:
         async with self.engine.connect() as conn:
             sub = (await conn.execute(_SUBSCRIPTION, {"id": due.subscription_id})).first()
         if sub is None:
@@ -167,7 +177,7 @@ class Notifier:
             signing.HEADER: signing.signature(sub.secret, int(time.time()), body),
         }
         try:
-            answer = await client.post(sub.url, content=body, headers=headers)
+            answer = await self._webhooks().post(sub.url, content=body, headers=headers)
         except httpx.HTTPError as exc:
             raise Undeliverable(f"{type(exc).__name__}: {exc}") from None
         if not answer.is_success:
@@ -186,6 +196,10 @@ class Notifier:
         summary = payloads.Summary.from_json(_summary_part(due.payload))
         cfg = self.settings
         message = payloads.email(summary, due.event, cfg.mail_from, str(due.payload["email"]))
+        # loaded by the first e-mail sent, not with the service: with e-mail off
+        # (SIGNOFF_NOTIFY__EMAIL_ENABLED=false) it is never needed (issue 18, ≈ 0.8 MB)
+        import aiosmtplib
+
         try:
             await aiosmtplib.send(
                 message,
