@@ -72,6 +72,18 @@ async def _row(engine, message_id: str):
         ).one()
 
 
+async def _sent_by(task: asyncio.Task[None], engine, message_id: str, what: str) -> None:
+    """Wait until the row of ``message_id`` is marked sent by the relay running as ``task``
+    (failing at once if the relay died)."""
+
+    async def sent():
+        if task.done():
+            raise AssertionError(f"the relay died: {task.exception()!r}")
+        return (await _row(engine, message_id)).sent_at
+
+    await wait_until(sent, what=what)
+
+
 @contextlib.asynccontextmanager
 async def _running(relay: OutboxRelay):
     task = asyncio.create_task(relay.run())
@@ -226,13 +238,7 @@ async def test_a_broken_relay_connection_is_opened_again_and_a_restart_starts_af
     relay = MarkingFailsOnce(engine, outbox, amqp_url, topology, poll_s=0.1)
 
     async with _running(relay) as task:
-
-        async def sent():
-            if task.done():
-                raise AssertionError(f"the relay died: {task.exception()!r}")
-            return (await _row(engine, contract.message_id)).sent_at
-
-        await wait_until(sent, what="the row to be marked sent on a new connection")
+        await _sent_by(task, engine, contract.message_id, "the row sent on a new connection")
     assert relay.failures == 1
     await drain_queue(amqp_url, topology.name("executor.contracts"))
 
@@ -244,13 +250,7 @@ async def test_a_broken_relay_connection_is_opened_again_and_a_restart_starts_af
         await asyncio.wait_for(killed.run(), 15)
     killed.mended = True  # the fault is gone: the restart (same object, as a service's) publishes
     async with _running(killed) as task:
-
-        async def second_sent():
-            if task.done():
-                raise AssertionError(f"the restarted relay died: {task.exception()!r}")
-            return (await _row(engine, second.message_id)).sent_at
-
-        await wait_until(second_sent, what="the restarted relay to mark the row sent")
+        await _sent_by(task, engine, second.message_id, "the restarted relay to send the row")
     await drain_queue(amqp_url, topology.name("executor.contracts"), at_least=2)
 
 

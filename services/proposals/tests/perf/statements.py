@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from typing import Any
+from unittest import mock
 
 import asyncpg
 from signoff_contracts.ids import new_id
@@ -208,32 +209,19 @@ def _core(*, outbox: bool) -> Iterator[None]:
     """The changed statements put back as they were, for one round of a path: the claim's
     locked read, quorum step and UPDATE, the outcome's inbox+lock and UPDATE, and with
     ``outbox`` the audit + outbox write too."""
-    saved = (
-        lifecycle_outbox.enqueue,
-        repo.lock_delivered,
-        transitions._update_each,
-        repo.get,
-        policies.record,
-        transitions.transition,
-    )
+    swaps: list[tuple[Any, str, Any]] = [
+        (repo, "lock_delivered", _core_lock_delivered),
+        (transitions, "_update_each", _core_update_each),
+        (repo, "get", _core_get),
+        (policies, "record", _core_record),
+        (transitions, "transition", _core_transition),
+    ]
     if outbox:
-        lifecycle_outbox.enqueue = _core_enqueue
-    repo.lock_delivered = _core_lock_delivered
-    transitions._update_each = _core_update_each
-    repo.get = _core_get
-    policies.record = _core_record
-    transitions.transition = _core_transition
-    try:
+        swaps.append((lifecycle_outbox, "enqueue", _core_enqueue))
+    with ExitStack() as stack:
+        for module, name, core in swaps:
+            stack.enter_context(mock.patch.object(module, name, core))
         yield
-    finally:
-        (
-            lifecycle_outbox.enqueue,
-            repo.lock_delivered,
-            transitions._update_each,
-            repo.get,
-            policies.record,
-            transitions.transition,
-        ) = saved
 
 
 def _path(path: str, unit: Unit) -> Unit:
