@@ -9,6 +9,9 @@ The unit of work is ``signoff_runtime.unit_of_work``.
 
 from __future__ import annotations
 
+from typing import Any
+
+from sqlalchemy import event, exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -16,7 +19,7 @@ from signoff_runtime.settings import DatabaseSettings
 
 
 def create_engine(settings: DatabaseSettings, *, application_name: str = "signoff") -> AsyncEngine:
-    return create_async_engine(
+    engine = create_async_engine(
         settings.url,
         pool_size=settings.pool_size,
         max_overflow=0,
@@ -28,6 +31,26 @@ def create_engine(settings: DatabaseSettings, *, application_name: str = "signof
             }
         },
     )
+    event.listen(engine.sync_engine, "checkout", refuse_a_stray_transaction)
+    return engine
+
+
+def refuse_a_stray_transaction(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """Drop a pooled connection left inside a transaction SQLAlchemy does not know of.
+
+    asyncpg marks a connection's transaction as begun *before* it sends ``BEGIN``; a ``BEGIN``
+    cancelled or failed on its way leaves the mark (only asyncpg's own pool clears it, which
+    SQLAlchemy does not use), and SQLAlchemy's reset on return, holding no transaction, rolls
+    nothing back. The next ``BEGIN`` on the connection would then be a ``SAVEPOINT``: inside the
+    server's leftover transaction, every later unit of work would "commit" by releasing a
+    savepoint — visible to no one, holding its locks, rolled back when the connection closes.
+    (Seen in the fault suite: an execution's committed attempt was gone 3 ms later.) Raising
+    ``DisconnectionError`` makes the pool close it and hand out a fresh one."""
+    driver = getattr(dbapi_connection, "_connection", None)
+    if driver is None or getattr(dbapi_connection, "_transaction", None) is not None:
+        return
+    if getattr(driver, "_top_xact", None) is not None or driver.is_in_transaction():
+        raise exc.DisconnectionError("a pooled connection was left inside a transaction")
 
 
 def asyncpg_dsn(url: str) -> str:
