@@ -3,8 +3,6 @@ route template; ``/metrics`` on its own port when one is set."""
 
 from __future__ import annotations
 
-import socket
-
 import httpx
 from fastapi import FastAPI
 from prometheus_client import REGISTRY
@@ -12,6 +10,7 @@ from signoff_runtime.http import install_standard_routes
 from signoff_runtime.http_metrics import route_of
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import MetricsSettings, ServiceSettings
+from signoff_runtime.testing.processes import free_port
 
 
 def _app(database_up: bool, settings: ServiceSettings | None = None) -> FastAPI:
@@ -75,14 +74,8 @@ async def test_requests_are_counted_by_route_template_not_path() -> None:
     assert route_of({"type": "http"}) == "unmatched"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_metrics_move_to_their_own_port_when_one_is_set() -> None:
-    port = _free_port()
+    port = free_port()
     settings = ServiceSettings(metrics=MetricsSettings(port=port))
     async with _client(_app(database_up=True, settings=settings)) as client:
         assert (await client.get("/metrics")).status_code == 404

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from signoff_contracts.outcomes import Succeeded
 from signoff_executor.settings import ExecutorSettings
 from signoff_runtime.testing import wait_until
+from signoff_runtime.testing.processes import free_port
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 from support import contracts, harness, toy
@@ -25,15 +25,9 @@ pytestmark = pytest.mark.e2e
 TESTS = Path(__file__).parents[1]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def executor_process(settings_env: dict[str, str], settings: ExecutorSettings):
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         **settings_env,

@@ -438,18 +438,18 @@ class OutboxRelay:
                 publishes = [asyncio.ensure_future(self._publish(row)) for row in rows]
             results = await asyncio.gather(*publishes, return_exceptions=True)
             span.add_event("confirmed")
-            outcomes = list(zip(rows, results, strict=True))
             if any(isinstance(res, aiormq.exceptions.ChannelClosed) for res in results):
                 self._exchanges.clear()  # an exchange seen before may be gone: check again
-            sent = [row.id for row, res in outcomes if res is None]
-            failed = [
-                (row.id, repr(res)[:500], wait_s)
-                for row, res in outcomes
-                if res is not None and (wait_s := _back_off_s(row, res)) is not None
-            ]
-            cut_short = [
-                row.id for row, res in outcomes if res is not None and _back_off_s(row, res) is None
-            ]
+            sent: list[int] = []
+            failed: list[tuple[int, str, float]] = []
+            cut_short: list[int] = []
+            for row, res in zip(rows, results, strict=True):
+                if res is None:
+                    sent.append(row.id)
+                elif (wait_s := _back_off_s(row, res)) is None:
+                    cut_short.append(row.id)
+                else:
+                    failed.append((row.id, repr(res)[:500], wait_s))
             await self._mark(conn, sent, failed)
             if cut_short:
                 # the channel closed under them: the next round (at once) publishes them again
