@@ -552,7 +552,7 @@ class RefundMissingDiscount(
         current = await refunds.get_attempt(conn, attempt.attempt_id, lock=True)
         if current.past_deadline:
             raise EffectUncertain("the provider answered after the attempt's deadline")
-        return await _conclude(conn, attempt.attempt_id, answer)
+        return await _conclude(conn, attempt.attempt_id, answer, locked=current)
 
     async def mark_unknown(self, attempt: AttemptRef, conn: AsyncConnection) -> None:
         await refunds.mark_unknown(conn, attempt.attempt_id)
@@ -638,10 +638,17 @@ class RefundMissingDiscount(
 
 
 async def _conclude(
-    conn: AsyncConnection, attempt_id: str, answer: Answer | GivenUp
+    conn: AsyncConnection,
+    attempt_id: str,
+    answer: Answer | GivenUp,
+    *,
+    locked: refunds.Attempt | None = None,
 ) -> OperationOutcome:
-    """Store the answer and its outcome once; a later call returns the stored outcome."""
-    attempt = await refunds.get_attempt(conn, attempt_id, lock=True)
+    """Store the answer and its outcome once; a later call returns the stored outcome.
+
+    ``locked``: the attempt as the caller already read it ``FOR UPDATE`` in this transaction
+    (the executor's ``record``), so it is not read and locked a second time."""
+    attempt = locked or await refunds.get_attempt(conn, attempt_id, lock=True)
     if attempt.outcome is not None:
         if isinstance(answer, Refunded) and attempt.status != "succeeded":
             # only a provider call made after the lease ran out can get here: money moved
