@@ -223,6 +223,12 @@ def scaling(run: Run) -> str:
     return _rows(header, rows)
 
 
+def _window(run: Run) -> str:
+    """The scaling batches' executor window, as the run's config recorded it."""
+    window = str(run.config.get("scaling_window", "0"))
+    return "the service's default" if window == "0" else f"{window} (`BENCH_SCALING_WINDOW`)"
+
+
 def _scaled(run: Run, executors: int) -> float | None:
     return _mid(spread([b.throughput for b in run.scaling if b.executors == executors]))
 
@@ -438,7 +444,9 @@ def block(run: Run) -> str:
             "### Scaling (executor processes)",
             "",
             "Card refunds (`order.refund_missing_discount`), the card provider answering each "
-            "after its configured delay (I/O-bound work), at the highest concurrency.",
+            "after its configured delay (I/O-bound work), at the highest concurrency; each "
+            f"executor's window {_window(run)}, each configuration warmed by an unmeasured "
+            "batch first.",
             "",
             scaling(run),
             "",

@@ -40,6 +40,9 @@ class BenchConfig:
     executors: tuple[int, ...]
     #: how late the card provider answers each refund (ms): I/O-bound executor work
     provider_delay_ms: int
+    #: each executor's window (``SIGNOFF_EXECUTOR__CONCURRENCY``) in the scaling batches; 0
+    #: keeps the service's default (see ``run.scale``)
+    scaling_window: int
     #: each batch this many times, the sides' order alternating between repeats
     repeats: int
     #: the open loop's rates (approvals per second), stepped up until p99 exceeds the bound
@@ -74,6 +77,7 @@ def load() -> BenchConfig:
         growth=_ints("BENCH_GROWTH", "1000" if smoke else "10000,100000,1000000"),
         executors=_ints("BENCH_EXECUTORS", "1" if smoke else "1,2,4"),
         provider_delay_ms=int(os.environ.get("BENCH_PROVIDER_DELAY_MS", "100")),
+        scaling_window=int(os.environ.get("BENCH_SCALING_WINDOW", "1")),
         repeats=_ints("BENCH_REPEATS", "1" if smoke else "3")[0],
         open_rates=_ints("BENCH_OPEN_RATES", "10,20" if smoke else "25,50,100,150,200,300,400"),
         open_seconds=float(os.environ.get("BENCH_OPEN_SECONDS", "2" if smoke else "10")),

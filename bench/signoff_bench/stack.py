@@ -70,10 +70,11 @@ class SignoffStack:
         for proc in self.processes.values():
             proc.wait_healthy(90.0)
 
-    def add_executor(self) -> str:
-        """Another executor replica; returns its label (``executor-2``, ...)."""
+    def add_executor(self, env: dict[str, str] | None = None) -> str:
+        """Another executor replica, ``env`` added to its environment; returns its label
+        (``executor-2``, ...)."""
         label = f"executor-{sum(1 for n in self.processes if n.startswith('executor')) + 1}"
-        proc = service("executor", self.env, self.log_dir)
+        proc = service("executor", self.env | (env or {}), self.log_dir)
         proc.name = label
         self.processes[label] = proc.start()
         proc.wait_healthy(90.0)
