@@ -48,5 +48,8 @@ def configure(service: str, level: str = "INFO", json_lines: bool = True) -> Non
     )
     structlog.contextvars.bind_contextvars(service=service)
     logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(message)s")
-    for noisy in ("faststream", "aiormq", "aio_pika", "uvicorn.access"):
+    # per-message and per-request lines: httpx logs every provider call and webhook at INFO (a
+    # line per refund, unstructured, written synchronously on the event loop); their failures
+    # are logged by signoff with the attempt or delivery they belong to
+    for noisy in ("faststream", "aiormq", "aio_pika", "uvicorn.access", "httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
