@@ -157,6 +157,13 @@ async def open_loop(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
     await r.windows.close(_quiet_all(r))  # the open loop counts no commits or CPU: discarded
 
 
+def keep_peaks(run: Run, r: Rig) -> None:
+    """Each process's highest peak RSS so far into ``run``: a restarted service's new process
+    counts from zero, so its predecessor's peak is kept before every restart."""
+    for name, mb in r.peak_rss().items():
+        run.peak_rss_mb[name] = max(run.peak_rss_mb.get(name, 0.0), mb)
+
+
 async def scale(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
     """Card refunds (the provider answering after ``provider_delay_ms``) at the highest
     concurrency with 1, 2, 4 ... executor processes; back to one executor afterwards.
@@ -178,6 +185,7 @@ async def scale(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
         else {}
     )
     if window:
+        keep_peaks(run, r)  # the restarted executor's count starts again
         await asyncio.to_thread(r.stack.restart, "executor", window)
     warm_n = max(top, config.n // 2)
     prepared = {
@@ -195,7 +203,6 @@ async def scale(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
         found.repeat = repeat
         found.notes["operation"] = "order.refund_missing_discount"
         found.notes["provider_delay_ms"] = config.provider_delay_ms
-        found.notes["window"] = config.scaling_window or "default"
         run.scaling.append(_record(found))
     await asyncio.to_thread(r.stack.remove_executors)
     if window:
@@ -239,17 +246,14 @@ async def main(config: BenchConfig) -> Run:
             ids = await r.signoff.prepare(config.n)
             await r.windows.close(_quiet_all(r))
             run.profile = await profile_batch(r, config, run, ids)
-        compared = r.peak_rss()  # growth restarts the proposals service
+        keep_peaks(run, r)  # growth restarts the proposals service
         growth = Growth(r, config.growth_samples)
         await growth.start()
         for stored in sorted(config.growth):
             row = await growth.measure(stored)
             log.info("bench.growth", **asdict(row))
             run.growth.append(row)
-        grown = r.peak_rss()
-        run.peak_rss_mb = {
-            k: max(compared.get(k, 0.0), grown.get(k, 0.0)) for k in compared | grown
-        }
+        keep_peaks(run, r)
     run.machine["load_at_end"] = os.getloadavg()
     return run
 
