@@ -172,12 +172,15 @@ async def test_a_lost_connection_fails_its_waiting_requests_and_the_next_request
                 return len(requester._waiting) == 1 or None
 
             await wait_until(in_flight, timeout=10, what="the request in flight")
+            first = requester._connection
             relay.cut()
             with pytest.raises(RequestFailed):  # at once, not after its 60 s
                 await asyncio.wait_for(waiting, 15.0)
             await _purge(amqp_url, topology)  # the request nobody answered is still queued
             async with _responder(amqp_url, topology, expect=1):
                 assert await _ask(requester, topology, b"after", 15.0) == b"re:after"
+            # the lost one was closed, not left for the collector to close outside a loop
+            assert first is not None and first is not requester._connection and first.is_closed
     finally:
         await relay.close()
 

@@ -21,6 +21,7 @@ resolves to every node works too (one URL); the list is for where neither is at 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -86,12 +87,32 @@ class FailoverConnection(RobustConnection):
         raise failure
 
 
+class ClosedOnFailure(aio_pika.Connection):
+    """aio-pika's plain connection, closed when its first attempt to connect fails.
+
+    ``aio_pika.connect`` builds the connection, then connects it, and on a failure drops it
+    unclosed. Collected later with no loop running (a relay retrying a node that is down, then
+    anything synchronous), its ``__del__`` creates ``close()`` and cannot schedule it: a
+    "coroutine was never awaited" warning, raised in whatever code the collector ran in."""
+
+    async def connect(self, timeout: TimeoutType = None) -> None:
+        try:
+            await super().connect(timeout)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.close()
+            raise
+
+
 async def connect(url: str, *, timeout: TimeoutType = None) -> AbstractConnection:
-    """A plain connection to the first of ``url``'s nodes that answers."""
+    """A plain connection to the first of ``url``'s nodes that answers (those that did not are
+    closed, not left to the collector)."""
     failure: BaseException | None = None
     for candidate in amqp_urls(url):
         try:
-            return await aio_pika.connect(candidate, timeout=timeout)
+            return await aio_pika.connect(
+                candidate, timeout=timeout, connection_class=ClosedOnFailure
+            )
         except CONNECTION_EXCEPTIONS as exc:
             failure = exc
             log.info("amqp.node_unreachable", address=redacted(candidate), error=repr(exc))

@@ -111,8 +111,6 @@ class Requester:
         """The current channel or connection closed under us (a stale one's news is ignored)."""
         if sender is not self._channel and sender is not self._connection:
             return
-        if sender is self._connection:
-            self._connection = None
         self._channel = None
         self._fail_waiting("channel closed")
 
@@ -203,6 +201,10 @@ class Requester:
         async with self._opening:
             if self._channel is not None and not self._channel.is_closed:
                 return self._channel
+            if self._connection is not None and not self._connection.connected.is_set():
+                # it died under us (``_lost``): closed here, not dropped open for the collector
+                # to close outside any loop
+                await self._drop()
             fresh = self._connection is None
             try:
                 self._channel = await self._reply_channel()
