@@ -177,7 +177,7 @@ def cpu_breakdown(run: Run) -> str:
 def growth(run: Run) -> str:
     header = [
         "stored",
-        "pending list p50 / p95 ms",
+        "pending list p50 / p95 ms (rows a page)",
         "approval→outcome p50 / p95 ms",
         "expiry sweep ms (rows)",
         "load s",
@@ -185,7 +185,7 @@ def growth(run: Run) -> str:
     rows = [
         [
             f"{g.stored:,}",
-            f"{_f(g.list_ms['p50'])} / {_f(g.list_ms['p95'])}",
+            f"{_f(g.list_ms['p50'])} / {_f(g.list_ms['p95'])} ({g.listed})",
             f"{_f(g.approval_ms['p50'])} / {_f(g.approval_ms['p95'])}",
             f"{_f(g.sweep_ms)} ({g.swept})",
             _f(g.load_seconds),

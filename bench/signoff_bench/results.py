@@ -95,6 +95,8 @@ class GrowthRow:
     sweep_ms: float
     swept: int
     load_seconds: float
+    #: proposals on each page of the pending list (its limit is 50)
+    listed: int = 0
 
 
 @dataclass
