@@ -74,7 +74,16 @@ def register(ctx: Context, broker: RabbitBroker) -> None:
         bind=True,
     )
     consume("proposals.reconciliation", lambda msg: _checked(ctx, msg))
-    consume("proposals.notifications", lambda msg: notification_handlers.on_event(ctx, msg))
+    batching.consume_runs(
+        broker,
+        topo,
+        senders,
+        "proposals.notifications",
+        lambda msgs: notification_handlers.on_events(ctx, msgs),
+        prefetch=ctx.settings.amqp.prefetch,
+        size=ctx.settings.amqp.batch_size,
+        bind=True,
+    )
 
 
 def _decisions(ctx: Context, broker: RabbitBroker, senders: Senders) -> None:

@@ -6,6 +6,7 @@ receiver on a local socket that verifies each signature, and ``aiosmtpd`` as the
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -31,7 +32,8 @@ from signoff_runtime.testing import never, wait_until
 from signoff_runtime.testing.processes import free_port
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.event import listen
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 pytestmark = pytest.mark.integration
 
@@ -352,12 +354,12 @@ async def test_an_event_delivered_again_adds_no_row_and_one_nobody_wants_writes_
     )
     created = await _event_body(engine, pid, "proposal.created")
     for _ in range(2):  # the same event again, twice
-        await enqueue.on_event(ctx, SimpleNamespace(body=created))  # type: ignore[arg-type]
+        await enqueue.on_events(ctx, [SimpleNamespace(body=created)])  # type: ignore[list-item]
     assert [(r.id, r.dedup_key) for r in await deliveries(service, org)] == made
 
     other = await service.pending(quiet)  # its events reach the consumer on their own too
     unwanted = await _event_body(engine, other, "proposal.created")
-    await enqueue.on_event(ctx, SimpleNamespace(body=unwanted))  # type: ignore[arg-type]
+    await enqueue.on_events(ctx, [SimpleNamespace(body=unwanted)])  # type: ignore[list-item]
     assert [r for r in await deliveries(service, quiet) if r.channel == "webhook"] == []
     message_id = ProposalEvent.model_validate_json(unwanted).message_id
     async with engine.connect() as conn:
@@ -366,6 +368,66 @@ async def test_an_event_delivered_again_adds_no_row_and_one_nobody_wants_writes_
             {"m": f"%{message_id}%"},
         )
     assert marks == 0
+
+
+async def test_events_handled_together_write_what_each_would_alone_after_one_query(
+    service: Harness, settings: ProposalsSettings, engine: AsyncEngine, topology: Topology
+) -> None:
+    """A batch of events from several organizations: one SELECT of all their webhooks, a row
+    per (event, webhook that wants it), none for an organization nobody subscribed for, an event
+    twice in one batch adds its rows once, and each organization's people (for e-mail) are read
+    once, however many of its events the batch holds."""
+    busy, single, quiet = new_id("org"), new_id("org"), new_id("org")
+    hooks = {
+        busy: [
+            await subscribe(service, busy, f"http://127.0.0.1:9/{n}", events=["created"])
+            for n in ("a", "b")
+        ],
+        single: [await subscribe(service, single, "http://127.0.0.1:9/c", events=["created"])],
+    }
+    await subscribe(service, single, "http://127.0.0.1:9/d", events=["decided"])  # not created
+    bodies = {}
+    for org in (busy, single, quiet):
+        pid = await service.pending(org)
+        # a copy under a message id of its own (the live consumer handles the original)
+        event = json.loads(await _event_body(engine, pid, "proposal.created"))
+        event["message_id"] = new_id("msg")
+        bodies[org] = (event["message_id"], json.dumps(event).encode())
+    operations, directory = build()
+    own = create_async_engine(engine.url)  # the statements counted are this call's alone
+    ctx = Context(
+        settings=settings,
+        engine=own,
+        topology=topology,
+        operations=operations,
+        directory=directory,
+    )
+    asked: list[str] = []
+    muted: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "webhook_subscriptions" in statement:
+            asked.append(statement)
+        if "notification_preferences" in statement:
+            muted.append(statement)
+
+    batch = [bodies[busy][1], bodies[single][1], bodies[quiet][1], bodies[busy][1]]
+    listen(own.sync_engine, "before_cursor_execute", seen)
+    try:
+        await enqueue.on_events(ctx, [SimpleNamespace(body=b) for b in batch])  # type: ignore[misc]
+    finally:
+        await own.dispose()
+
+    assert len(asked) == 1, asked
+    assert settings.notify.email_enabled and len(muted) == 3, muted  # three organizations
+    for org in (busy, single, quiet):
+        message_id = bodies[org][0]
+        made = sorted(
+            r.dedup_key
+            for r in await deliveries(service, org)
+            if r.channel == "webhook" and r.dedup_key.startswith(f"{message_id}:")
+        )
+        assert made == sorted(f"{message_id}:{h['id']}" for h in hooks.get(org, [])), org
 
 
 async def _rows(service: Harness, org: str) -> bool:

@@ -93,7 +93,7 @@ async def _round(dsn: str, url: str, amqp_url: str, topology: Topology, size: in
             prefix = f"prp_{secrets.token_hex(4)}x"
             await db.execute(_COPIES, proposed.proposal.id, prefix, n)
             await asyncio.sleep(1.0)  # the statistics collector's counters flushed
-            commits, cpu = await _commits(db), _cpu(proc.proc.pid)
+            commits, cpu = await _commits(db), cpu_seconds(proc.proc.pid)
             started = time.monotonic()
             replies = await asyncio.gather(
                 *(
@@ -108,7 +108,7 @@ async def _round(dsn: str, url: str, amqp_url: str, topology: Topology, size: in
                 )
             )
             seconds = time.monotonic() - started
-            spent = _cpu(proc.proc.pid) - cpu
+            spent = cpu_seconds(proc.proc.pid) - cpu
             await asyncio.sleep(1.0)
             committed = await _commits(db) - commits
             batches = await asyncio.to_thread(_batches, proc.url)
@@ -140,7 +140,7 @@ async def _commits(db: asyncpg.Connection) -> int:
     )
 
 
-def _cpu(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     """The process's user + system CPU seconds so far (``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

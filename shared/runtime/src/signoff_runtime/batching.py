@@ -4,7 +4,9 @@ A subscriber is handed each delivery as a task of its own (aiormq starts one per
 the channel's prefetch), and a consumer that opens a transaction per message pays a BEGIN, a
 COMMIT — a WAL flush — and its statements for every message, even when thirty arrive together.
 ``consume_batched`` subscribes a queue's work through a ``Batcher`` instead, which hands the work
-the deliveries that are waiting, at most ``size`` at a time, in ONE ``unit_of_work``:
+the deliveries that are waiting, at most ``size`` at a time, in ONE ``unit_of_work``
+(``consume_runs`` hands them to a work that commits by itself, such as statements each atomic in
+autocommit):
 
 - no timer: a delivery that finds no batch in flight starts one at once, taking along whatever
   deliveries the event loop has already handed over (one pass of the loop); those that arrive
@@ -227,26 +229,46 @@ class Batcher:
         seconds.observe(done - waiting.arrived)
 
 
-def batcher(
+#: a batch's whole handling, its own transactions included: ``run`` records ``messages`` however
+#: it commits, and must be safe to redo (a batch that fails is run again, message by message)
+BatchRun = Callable[[Sequence[RabbitMessage]], Awaitable[object]]
+
+
+def consume_runs(
     broker: RabbitBroker,
     topology: Topology,
     senders: Senders,
     queue_key: str,
-    work: BatchWork,
+    run: BatchRun,
     *,
-    engine: AsyncEngine,
+    prefetch: int,
     size: int,
-) -> Batcher:
-    """The ``Batcher`` of ``work`` on ``queue_key``: a batch in one ``unit_of_work`` of
-    ``engine``, a message alone in one of its own through ``settle``."""
+    bind: bool = False,
+) -> Batcher | None:
+    """The queue's deliveries handed to ``run`` a batch at a time (at most ``size``; the module
+    docstring), each acked once ``run`` returned, each of a batch that failed settled alone
+    through ``settle``. ``size`` 1 subscribes it unbatched — each message alone, concurrently up
+    to ``prefetch``, as ``consumer.consume`` does — and returns no ``Batcher``."""
+    if size <= 1:
 
-    async def run(messages: Sequence[RabbitMessage]) -> None:
-        async with unit_of_work(engine) as tx:
-            await work(tx, messages)
+        async def each(msg: RabbitMessage) -> None:
+            await run([msg])
+
+        consumer.consume(broker, topology, senders, queue_key, each, prefetch=prefetch, bind=bind)
+        return None
+
+    async def batch(messages: Sequence[RabbitMessage]) -> None:
+        await run(messages)
 
     alone = consumer.settling(broker, topology, senders, queue_key, lambda msg: run([msg]))
     accepts = consumer.accepting(topology, senders, queue_key)
-    return Batcher(queue_key, size=size, run=run, alone=alone, accepts=accepts)
+    batcher = Batcher(queue_key, size=size, run=batch, alone=alone, accepts=accepts)
+
+    async def handler(msg: RabbitMessage) -> None:
+        await batcher.submit(msg)
+
+    consumer.subscribe(broker, topology, queue_key, handler, prefetch=prefetch, bind=bind)
+    return batcher
 
 
 def consume_batched(
@@ -261,22 +283,13 @@ def consume_batched(
     size: int,
     bind: bool = False,
 ) -> Batcher | None:
-    """``consumer.consume`` for a ``work`` that records many messages in one transaction: the
-    queue's deliveries batched (at most ``size``; the module docstring). ``size`` 1 subscribes
-    it unbatched — each message in its own transaction, concurrently up to ``prefetch``, as
-    ``consume`` does — and returns no ``Batcher``."""
-    if size <= 1:
+    """``consume_runs`` for a ``work`` that records many messages in one ``unit_of_work`` of
+    ``engine``: a batch in one transaction, a message alone in one of its own."""
 
-        async def each(msg: RabbitMessage) -> None:
-            async with unit_of_work(engine) as tx:
-                await work(tx, [msg])
+    async def run(messages: Sequence[RabbitMessage]) -> None:
+        async with unit_of_work(engine) as tx:
+            await work(tx, messages)
 
-        consumer.consume(broker, topology, senders, queue_key, each, prefetch=prefetch, bind=bind)
-        return None
-    batch = batcher(broker, topology, senders, queue_key, work, engine=engine, size=size)
-
-    async def handler(msg: RabbitMessage) -> None:
-        await batch.submit(msg)
-
-    consumer.subscribe(broker, topology, queue_key, handler, prefetch=prefetch, bind=bind)
-    return batch
+    return consume_runs(
+        broker, topology, senders, queue_key, run, prefetch=prefetch, size=size, bind=bind
+    )

@@ -2,10 +2,14 @@
 
 Every delivery row has a ``dedup_key`` of the event's message id and its recipient (unique), so
 a redelivered event adds nothing: the rows are inserted with ``ON CONFLICT DO NOTHING``. Most
-events have nobody to tell (no webhook subscribes to them, e-mail only on ``created``), so an
-event is read first, on a connection in autocommit: a SELECT, no transaction, no inbox row, no
+events have nobody to tell (no webhook subscribes to them, e-mail only on ``created``), so
+events are read first, on a connection in autocommit: a SELECT, no transaction, no inbox row, no
 commit (three such commits per proposal were the proposals service's busiest writes, issue 18);
-its rows, if any, are one INSERT, atomic by itself. It sends nothing itself (``delivery`` does,
+their rows, if any, are one INSERT, atomic by itself. The events waiting together are handled
+together (``signoff_runtime.batching.consume_runs``): one SELECT of the subscriptions of all
+their organizations and one INSERT for all their rows, where each event alone cost a SELECT; at
+low load a batch is one event, as before; an organization's people (for e-mail) are read once
+for all its events in a batch. It sends nothing itself (``delivery`` does,
 outside any transaction), so a slow or failing endpoint never holds a consumer, let alone a
 decision. E-mail goes to the people who may approve a waiting proposal: the directory's
 ``Roster`` lists the organization's members, the operation's own ``authorize`` and the
@@ -16,6 +20,8 @@ expires.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,8 +31,8 @@ from signoff_contracts.roster import Contact, Roster
 from signoff_contracts.v1 import ProposalEvent, ProposalView, ReconciliationChecked
 from signoff_runtime.inbox import first_delivery
 from signoff_runtime.registry import UnknownOperation
-from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Text, any_, bindparam, func, select
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_proposals.context import Context
@@ -36,16 +42,28 @@ from signoff_proposals.notifications.tables import deliveries, preferences, subs
 from signoff_proposals.tables import inbox
 
 
-async def on_event(ctx: Context, msg: Message) -> None:
-    event = ProposalEvent.model_validate_json(msg.body)
-    summary = summarize(event, ctx.operations, ctx.settings.notify.web_url)
+async def on_events(ctx: Context, messages: Sequence[Message]) -> None:
+    """Proposal events in, their delivery rows out: a SELECT and at most one INSERT for them all
+    (each statement atomic by itself, so a batch that fails is safe to redo message by message)."""
+    events = [ProposalEvent.model_validate_json(msg.body) for msg in messages]
+    web_url = ctx.settings.notify.web_url
+    summaries = [summarize(event, ctx.operations, web_url) for event in events]
     async with ctx.engine.connect() as conn:
         await conn.execution_options(isolation_level="AUTOCOMMIT")
-        rows = await _webhook_rows(conn, summary)
-        if event.event == "created" and ctx.settings.notify.email_enabled:
-            rows += await _email_rows(ctx, conn, event, summary)
+        subscribed = await _subscribers(conn, {s.organization_id for s in summaries})
+        people: People = {}
+        rows: list[dict[str, Any]] = []
+        for event, summary in zip(events, summaries, strict=True):
+            rows += _webhook_rows_of(subscribed, summary)
+            if event.event == "created" and ctx.settings.notify.email_enabled:
+                rows += await _email_rows(ctx, conn, event, summary, people)
         if rows:
             await conn.execute(_insert(rows))
+
+
+async def on_event(ctx: Context, msg: Message) -> None:
+    """One proposal event (``on_events`` of one)."""
+    await on_events(ctx, [msg])
 
 
 def _insert(rows: list[dict[str, Any]]) -> Any:
@@ -77,23 +95,42 @@ async def on_reconciliation_checked(ctx: Context, msg: Message) -> None:
             await conn.execute(_insert(rows))
 
 
-async def _webhook_rows(conn: AsyncConnection, summary: Summary) -> list[dict[str, Any]]:
+#: each organization's webhooks: ``(subscription id, the events it wants)``
+Subscribed = dict[str, list[tuple[str, list[str]]]]
+
+
+async def _subscribers(conn: AsyncConnection, organizations: Iterable[str]) -> Subscribed:
+    """The webhooks of ``organizations``, in one query (one statement text whatever their
+    number: an array, not an IN list, so one prepared statement serves every batch)."""
+    wanted = bindparam("organizations", sorted(set(organizations)), type_=ARRAY(Text))
     found = await conn.execute(
-        select(subscriptions.c.id).where(
-            subscriptions.c.organization_id == summary.organization_id,
-            subscriptions.c.events.contains([summary.event]),
-        )
+        select(subscriptions.c.organization_id, subscriptions.c.id, subscriptions.c.events)
+        .where(subscriptions.c.organization_id == any_(wanted))
+        .order_by(subscriptions.c.organization_id, subscriptions.c.id)
     )
+    subscribed: Subscribed = defaultdict(list)
+    for org, sub_id, events in found:
+        subscribed[org].append((sub_id, events))
+    return subscribed
+
+
+def _webhook_rows_of(subscribed: Subscribed, summary: Summary) -> list[dict[str, Any]]:
     return [
         _row(summary, "webhook", f"{summary.message_id}:{sub_id}", subscription_id=sub_id)
-        for (sub_id,) in found
+        for sub_id, events in subscribed.get(summary.organization_id, ())
+        if summary.event in events
     ]
 
 
+async def _webhook_rows(conn: AsyncConnection, summary: Summary) -> list[dict[str, Any]]:
+    subscribed = await _subscribers(conn, [summary.organization_id])
+    return _webhook_rows_of(subscribed, summary)
+
+
 async def _email_rows(
-    ctx: Context, conn: AsyncConnection, event: ProposalEvent, summary: Summary
+    ctx: Context, conn: AsyncConnection, event: ProposalEvent, summary: Summary, people: People
 ) -> list[dict[str, Any]]:
-    recipients = await approvers(ctx, conn, event)
+    recipients = await approvers(ctx, conn, event, people)
     rows = [
         _row(summary, "email", f"{summary.message_id}:notice:{user}", recipient=user, email=address)
         for user, address in recipients
@@ -116,10 +153,16 @@ async def _email_rows(
     return rows
 
 
+#: each organization's members with an address, and those who turned notices off, read once
+#: for all the events of a batch
+People = dict[str, tuple[list[Contact], set[str]]]
+
+
 async def approvers(
-    ctx: Context, conn: AsyncConnection, event: ProposalEvent
+    ctx: Context, conn: AsyncConnection, event: ProposalEvent, people: People | None = None
 ) -> list[tuple[str, str]]:
-    """``(user_id, address)`` of each member who may approve and has not turned notices off."""
+    """``(user_id, address)`` of each member who may approve and has not turned notices off
+    (the organization's people from ``people`` if it holds them, else read and kept there)."""
     view = event.proposal
     if not isinstance(ctx.directory, Roster):
         return []
@@ -130,10 +173,15 @@ async def approvers(
     scope = Scope(
         organization_id=view.organization_id, section=view.section, resource_id=view.resource_id
     )
-    muted = await muted_people(conn, view.organization_id)
+    known = people if people is not None else {}
+    org = view.organization_id
+    if org not in known:
+        muted = await muted_people(conn, org)
+        known[org] = (await ctx.directory.contacts(conn, org), muted)
+    contacts, muted = known[org]
     return [
         (c.user_id, c.email)
-        for c in await ctx.directory.contacts(conn, view.organization_id)
+        for c in contacts
         if c.user_id not in muted
         and counts(c, view)
         and op.authorize(
