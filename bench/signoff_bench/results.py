@@ -81,7 +81,7 @@ def batch(
             k: v * 1000.0 / n for k, v in side_cpu(spent, processes, broker=broker).items()
         },
         driver_cpu_ms_per_proposal=spent.cpu.driver * 1000.0 / n,
-        machine_utilisation=spent.cpu.machine_utilisation,
+        machine_utilisation=spent.machine_busy(first, last),
         executors=executors,
         failed=sum(1 for s in samples if not 200 <= s.status < 300),
     )

@@ -104,19 +104,22 @@ async def rig(
             lambda: {**stack.pids(), **raw.pids(), **peer.pids()},
             resources.pids_named("beam.smp"),
         )
-        yield Rig(
-            db,
-            amqp_url,
-            loader,
-            counters,
-            log_dir,
-            stack,
-            signoff,
-            raw,
-            peer,
-            probe,
-            windows,
-        )
+        try:
+            yield Rig(
+                db,
+                amqp_url,
+                loader,
+                counters,
+                log_dir,
+                stack,
+                signoff,
+                raw,
+                peer,
+                probe,
+                windows,
+            )
+        finally:
+            windows.stop()
     finally:
         await peer.stop()
         await raw.stop()

@@ -28,12 +28,31 @@ Quiet = Callable[[], Awaitable[bool]]
 Pids = Callable[[], Mapping[str, int]]
 
 
+#: the machine's CPU ``(time.time(), busy seconds, total seconds)``, summed over cores
+BusySample = tuple[float, float, float]
+#: how often the machine's CPU is sampled (s)
+SAMPLE_S = 0.1
+
+
 @dataclass(frozen=True, slots=True)
 class Spent:
     seconds: float
     commits: float
     cpu: resources.CpuUse
     broker: dict[str, int] | None
+    #: the machine's CPU through the window, every ``SAMPLE_S``
+    busy: tuple[BusySample, ...] = ()
+
+    def machine_busy(self, first: float, last: float) -> float:
+        """How busy the machine was from ``first`` to ``last`` (wall clock): the batch itself,
+        not the window, whose quiet tail (``FLUSH_S`` of it) would dilute it; the window's
+        figure if too few samples cover the span."""
+        before = [b for b in self.busy if b[0] <= first]
+        after = [b for b in self.busy if b[0] >= last]
+        if not before or not after or after[0][2] <= before[-1][2]:
+            return self.cpu.machine_utilisation
+        start, end = before[-1], after[0]
+        return (end[1] - start[1]) / (end[2] - start[2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +73,18 @@ class Windows:
     #: idle CPU seconds per second of the servers (``postgres``, ``rabbitmq``)
     background_cpu_per_s: dict[str, float] = field(default_factory=dict)
     _last: _Mark | None = field(default=None, init=False)
+    _busy: list[BusySample] = field(default_factory=list, init=False)
+    _sampler: asyncio.Task[None] | None = field(default=None, init=False)
+
+    async def _sample(self) -> None:
+        while True:
+            self._busy.append((time.time(), *resources.machine_busy_seconds()))
+            await asyncio.sleep(SAMPLE_S)
+
+    def stop(self) -> None:
+        """Stop sampling the machine's CPU."""
+        if self._sampler is not None:
+            self._sampler.cancel()
 
     async def _mark(self) -> _Mark:
         groups = {name: [pid] for name, pid in self.processes().items()}
@@ -68,6 +99,8 @@ class Windows:
         """The first snapshot, once everything prepared beforehand has drained and flushed."""
         await _until(quiet, 300.0)
         await asyncio.sleep(FLUSH_S)
+        if self._sampler is None:
+            self._sampler = asyncio.create_task(self._sample())
         self._last = await self._mark()
 
     async def close(self, quiet: Quiet, timeout: float = 300.0) -> Spent:
@@ -88,7 +121,10 @@ class Windows:
             for k, v in cpu.per_group.items()
         }
         cpu = replace(cpu, per_group=per_group)
-        return Spent(seconds, max(0.0, caused), cpu, broker)
+        opened = time.time() - (time.monotonic() - before.at)
+        busy = tuple(b for b in self._busy if b[0] >= opened - SAMPLE_S)
+        self._busy[:] = self._busy[-1:]  # the next window opens now
+        return Spent(seconds, max(0.0, caused), cpu, broker, busy)
 
     async def calibrate(self, seconds: float = 3.0) -> float:
         """Commits per second of the idle system (relays', sweeps' and pollers' transactions)."""
