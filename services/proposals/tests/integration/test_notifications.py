@@ -344,14 +344,7 @@ async def test_an_event_delivered_again_adds_no_row_and_one_nobody_wants_writes_
     await wait_until(lambda: _rows(service, org), what="the created event's delivery rows")
     made = [(r.id, r.dedup_key) for r in await deliveries(service, org)]
     assert [key.count(":") for _, key in made].count(1) == 1  # one webhook row: event:subscription
-    operations, directory = build()
-    ctx = Context(
-        settings=settings,
-        engine=engine,
-        topology=topology,
-        operations=operations,
-        directory=directory,
-    )
+    ctx = _context(settings, engine, topology)
     created = await _event_body(engine, pid, "proposal.created")
     for _ in range(2):  # the same event again, twice
         await enqueue.on_events(ctx, [SimpleNamespace(body=created)])  # type: ignore[list-item]
@@ -393,15 +386,8 @@ async def test_events_handled_together_write_what_each_would_alone_after_one_que
         event = json.loads(await _event_body(engine, pid, "proposal.created"))
         event["message_id"] = new_id("msg")
         bodies[org] = (event["message_id"], json.dumps(event).encode())
-    operations, directory = build()
     own = create_async_engine(engine.url)  # the statements counted are this call's alone
-    ctx = Context(
-        settings=settings,
-        engine=own,
-        topology=topology,
-        operations=operations,
-        directory=directory,
-    )
+    ctx = _context(settings, own, topology)
     asked: list[str] = []
     muted: list[str] = []
 
@@ -428,6 +414,18 @@ async def test_events_handled_together_write_what_each_would_alone_after_one_que
             if r.channel == "webhook" and r.dedup_key.startswith(f"{message_id}:")
         )
         assert made == sorted(f"{message_id}:{h['id']}" for h in hooks.get(org, [])), org
+
+
+def _context(settings: ProposalsSettings, engine: AsyncEngine, topology: Topology) -> Context:
+    """The service's context, for calling its consumer's work directly."""
+    operations, directory = build()
+    return Context(
+        settings=settings,
+        engine=engine,
+        topology=topology,
+        operations=operations,
+        directory=directory,
+    )
 
 
 async def _rows(service: Harness, org: str) -> bool:

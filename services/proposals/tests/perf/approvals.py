@@ -26,6 +26,7 @@ import secrets
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -146,8 +147,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def main() -> None:
-    n = int(os.environ.get("BENCH_N", "400"))
+#: one round at a batch size: ``(database URL, AMQP URL, topology, batch size)`` → its line
+Round = Callable[[str, str, Topology, int], Awaitable[str]]
+
+
+async def alternate(one_round: Round) -> None:
+    """A fresh database and queue prefix, then ``one_round`` at each of ``BENCH_BATCH_SIZES``
+    (default ``1,32``), ``BENCH_REPEATS`` times (default 3), the sizes' order rotating; a line
+    each."""
     sizes = [int(s) for s in os.environ.get("BENCH_BATCH_SIZES", "1,32").split(",")]
     repeats = int(os.environ.get("BENCH_REPEATS", "3"))
     with ExitStack() as exits:
@@ -164,13 +171,22 @@ async def main() -> None:
                 for repeat in range(repeats):
                     turn = sizes[repeat % len(sizes) :] + sizes[: repeat % len(sizes)]
                     for size in turn:
-                        line = await _round(asyncpg_dsn(url), url, amqp_url, topology, size, n)
+                        line = await one_round(url, amqp_url, topology, size)
                         sys.stdout.write(f"{line} load={os.getloadavg()[0]:.1f}\n")
                         sys.stdout.flush()
             finally:
                 connection = await aio_pika.connect(amqp_url)
                 async with connection:
                     await topology.delete(await connection.channel())
+
+
+async def main() -> None:
+    n = int(os.environ.get("BENCH_N", "400"))
+
+    async def one_round(url: str, amqp_url: str, topology: Topology, size: int) -> str:
+        return await _round(asyncpg_dsn(url), url, amqp_url, topology, size, n)
+
+    await alternate(one_round)
 
 
 if __name__ == "__main__":

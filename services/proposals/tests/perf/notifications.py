@@ -21,22 +21,20 @@ import secrets
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
 from pathlib import Path
 
 import aio_pika
 import asyncpg
 import httpx
-from approvals import SUPPORT, cpu_seconds  # puts SUPPORT on sys.path too
+from approvals import SUPPORT, alternate, cpu_seconds  # puts SUPPORT on sys.path too
 from proposals_testkit import enrol, proposal_request
-from signoff_conformance.toy.domain import create_schema, open_account
+from signoff_conformance.toy.domain import open_account
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ProposalRequestReply
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.rpc import Requester
 from signoff_runtime.settings import AuthSettings
-from signoff_runtime.testing import servers, wait_until
-from signoff_runtime.testing.databases import fresh_database
+from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.processes import ServiceProcess, free_port, stack_env
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import Topology
@@ -137,29 +135,11 @@ async def _settled(url: str, count: int) -> None:
 async def main() -> None:
     n = int(os.environ.get("BENCH_N", "2000"))
     orgs = int(os.environ.get("BENCH_ORGS", "20"))
-    sizes = [int(s) for s in os.environ.get("BENCH_BATCH_SIZES", "1,32").split(",")]
-    repeats = int(os.environ.get("BENCH_REPEATS", "3"))
-    with ExitStack() as exits:
-        pg_url, amqp_url = servers.postgres_url(exits), servers.amqp_url(exits)
-        async with fresh_database(pg_url, "signoff_perf") as url:
-            engine = create_async_engine(url)
-            await create_schema(engine)
-            await engine.dispose()
-            topology = Topology(f"p{secrets.token_hex(4)}", delivery_limit=3)
-            connection = await aio_pika.connect(amqp_url)
-            async with connection:
-                await topology.declare(await connection.channel())
-            try:
-                for repeat in range(repeats):
-                    turn = sizes[repeat % len(sizes) :] + sizes[: repeat % len(sizes)]
-                    for size in turn:
-                        line = await _round(url, amqp_url, topology, size, n, orgs)
-                        sys.stdout.write(f"{line} load={os.getloadavg()[0]:.1f}\n")
-                        sys.stdout.flush()
-            finally:
-                connection = await aio_pika.connect(amqp_url)
-                async with connection:
-                    await topology.delete(await connection.channel())
+
+    async def one_round(url: str, amqp_url: str, topology: Topology, size: int) -> str:
+        return await _round(url, amqp_url, topology, size, n, orgs)
+
+    await alternate(one_round)
 
 
 if __name__ == "__main__":
