@@ -9,7 +9,7 @@ The club's pending list is a full page (50, and a next cursor) at every size: wh
 loaded hold fewer pending ones for it (at the first size, most of what is stored is the run's
 own proposals, all settled), the load adds the few missing, so every size lists the same page's
 worth of work. Session 5's x2.8 "growth" of the list was the page's size: 10 rows at 10 k stored,
-50 at 1 M, the query itself 1.2 to 1.8 ms at all three. Loaded
+50 at 1 M, the query itself 1.1 to 1.8 ms at all three. Loaded
 ids sort before every real one, as older rows do. Audit rows are not loaded.
 
 At each size: the pending-list API (``GET /v1/proposals?status=pending``), approval→outcome
