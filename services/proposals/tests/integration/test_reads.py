@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 from proposals_testkit import KIND
 from signoff_contracts.ids import new_id
+from signoff_contracts.status import ProposalStatus
+from signoff_proposals.lifecycle import repository as repo
+from sqlalchemy.event import listen
 
 pytestmark = pytest.mark.integration
 
@@ -101,3 +107,38 @@ async def test_health_and_metrics(service):
         'result="claimed"}'
     ) in metrics
     assert "prp_" not in metrics
+
+
+async def test_the_pending_list_can_use_its_partial_index_in_a_generic_plan(service):
+    """The status filter is part of the statement's text, so even the generic plan a prepared
+    statement falls back to after five executions can use the pending list's partial index (a
+    bound status cannot: that plan walked the organization's settled rows, 9.4 ms p50 against
+    1.9 with 18,500 proposals stored)."""
+    org = new_id("org")
+    await service.pending(org)
+    sent: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM proposals.proposals" in statement and "ORDER BY" in statement:
+            sent.append(statement)
+
+    async with service.engine.connect() as conn:
+        listen(conn.sync_connection, "before_cursor_execute", seen)
+        rows = await repo.list_for_org(
+            conn, org, status=ProposalStatus.PENDING, limit=51, before_id=None
+        )
+        assert len(rows) == 1 and len(sent) == 1, sent
+        raw = (await conn.get_raw_connection()).driver_connection
+        assert raw is not None
+        # the simple protocol, so that the statement's own $1 and $2 are PREPARE's parameters
+        await raw.execute(f"PREPARE pending_list AS {sent[0]}")
+        await raw.execute("SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off")
+        try:
+            assert org.replace("_", "").isalnum()  # written into EXPLAIN as it is
+            plan = await raw.fetchval(f"EXPLAIN (FORMAT JSON) EXECUTE pending_list('{org}', 51)")
+        finally:
+            await raw.execute(
+                "DEALLOCATE pending_list; RESET plan_cache_mode; RESET enable_seqscan"
+            )
+    shown = plan if isinstance(plan, str) else json.dumps(plan)  # the pool decodes JSON
+    assert "ix_proposals_pending_by_org" in shown, shown
