@@ -19,11 +19,10 @@ import pytest_asyncio
 from faststream.rabbit import RabbitBroker
 from notify_receivers import Mail, Mailbox, Receiver
 from proposals_testkit import Harness, forget_unsent_outbox
-from proposals_toy import build
+from proposals_toy import build, context
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ProposalEvent, ReconciliationChecked
 from signoff_proposals.app import create_app
-from signoff_proposals.context import Context
 from signoff_proposals.notifications import enqueue, signing
 from signoff_proposals.notifications.settings import NotifyGroup
 from signoff_proposals.settings import ProposalsSettings
@@ -344,7 +343,7 @@ async def test_an_event_delivered_again_adds_no_row_and_one_nobody_wants_writes_
     await wait_until(lambda: _rows(service, org), what="the created event's delivery rows")
     made = [(r.id, r.dedup_key) for r in await deliveries(service, org)]
     assert [key.count(":") for _, key in made].count(1) == 1  # one webhook row: event:subscription
-    ctx = _context(settings, engine, topology)
+    ctx = context(settings, engine, topology)
     created = await _event_body(engine, pid, "proposal.created")
     for _ in range(2):  # the same event again, twice
         await enqueue.on_events(ctx, [SimpleNamespace(body=created)])  # type: ignore[list-item]
@@ -387,7 +386,7 @@ async def test_events_handled_together_write_what_each_would_alone_after_one_que
         event["message_id"] = new_id("msg")
         bodies[org] = (event["message_id"], json.dumps(event).encode())
     own = create_async_engine(engine.url)  # the statements counted are this call's alone
-    ctx = _context(settings, own, topology)
+    ctx = context(settings, own, topology)
     asked: list[str] = []
     muted: list[str] = []
 
@@ -414,18 +413,6 @@ async def test_events_handled_together_write_what_each_would_alone_after_one_que
             if r.channel == "webhook" and r.dedup_key.startswith(f"{message_id}:")
         )
         assert made == sorted(f"{message_id}:{h['id']}" for h in hooks.get(org, [])), org
-
-
-def _context(settings: ProposalsSettings, engine: AsyncEngine, topology: Topology) -> Context:
-    """The service's context, for calling its consumer's work directly."""
-    operations, directory = build()
-    return Context(
-        settings=settings,
-        engine=engine,
-        topology=topology,
-        operations=operations,
-        directory=directory,
-    )
 
 
 async def _rows(service: Harness, org: str) -> bool:

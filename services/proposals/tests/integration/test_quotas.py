@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from proposals_testkit import pause_request, proposal_request, proposer_token
-from proposals_toy import build
+from proposals_toy import context
 from signoff_conformance.toy.domain import open_account
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import PausePointRequestReply, ProposalRequestReply
@@ -43,14 +43,7 @@ def settings(settings: ProposalsSettings) -> ProposalsSettings:
 @pytest_asyncio.fixture(loop_scope="session")
 async def ctx(settings, engine, topology, toy_schema) -> Context:
     """The service's code called directly, so twenty requests really do run at once."""
-    operations, directory = build()
-    return Context(
-        settings=settings,
-        engine=engine,
-        topology=topology,
-        operations=operations,
-        directory=directory,
-    )
+    return context(settings, engine, topology)
 
 
 async def pending_count(engine, table: str, org: str) -> int:

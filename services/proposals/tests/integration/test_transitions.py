@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from proposals_testkit import KIND, SECTION, enrol, proposal_request, proposer_token
-from proposals_toy import build
+from proposals_toy import context
 from signoff_conformance.toy.domain import open_account
 from signoff_contracts.ids import new_id
 from signoff_contracts.outcomes import Succeeded
@@ -41,14 +41,7 @@ PAIRS = [(a, b) for a in S for b in S]
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def ctx(settings, engine, topology, toy_schema):
-    operations, directory = build()
-    return Context(
-        settings=settings,
-        engine=engine,
-        topology=topology,
-        operations=operations,
-        directory=directory,
-    )
+    return context(settings, engine, topology)
 
 
 async def _proposal(ctx: Context, status: S, *, lapsed: bool = False) -> str:

@@ -59,6 +59,24 @@ _COPIES = (
 )
 
 
+def start_service(
+    url: str, amqp_url: str, topology: Topology, settings: dict[str, str]
+) -> ServiceProcess:
+    """The proposals service as its own process, the tests' toy domain plugged in, with
+    ``settings`` (environment variables) on top."""
+    env = stack_env(url, amqp_url, topology.prefix, quick=False) | {
+        "SIGNOFF_PROPOSALS__TEST_PLUGIN": "proposals_toy:build",
+        "SIGNOFF_PROPOSALS__STUCK_AFTER_S": "3600",
+        "SIGNOFF_PROPOSALS__PORT": str(port := free_port()),
+        "SIGNOFF_LOG_LEVEL": "WARNING",
+        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
+        **settings,
+    }
+    log_dir = Path(tempfile.mkdtemp(prefix="signoff-perf-"))
+    argv = [sys.executable, "-m", "signoff_proposals"]
+    return ServiceProcess("proposals", argv, env, port, log_dir).start()
+
+
 async def _round(dsn: str, url: str, amqp_url: str, topology: Topology, size: int, n: int) -> str:
     auth = AuthSettings()
     engine = create_async_engine(url)
@@ -67,17 +85,9 @@ async def _round(dsn: str, url: str, amqp_url: str, topology: Topology, size: in
     approver = issue_token(auth, await enrol(engine, org), org)
     account = await open_account(engine, org, "Ada's Bakery")
     await engine.dispose()
-    env = stack_env(url, amqp_url, topology.prefix, quick=False) | {
-        "SIGNOFF_PROPOSALS__APPROVAL_BATCH_SIZE": str(size),
-        "SIGNOFF_PROPOSALS__TEST_PLUGIN": "proposals_toy:build",
-        "SIGNOFF_PROPOSALS__STUCK_AFTER_S": "3600",
-        "SIGNOFF_PROPOSALS__PORT": str(port := free_port()),
-        "SIGNOFF_LOG_LEVEL": "WARNING",
-        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
-    }
-    log_dir = Path(tempfile.mkdtemp(prefix="signoff-approvals-"))
-    argv = [sys.executable, "-m", "signoff_proposals"]
-    proc = ServiceProcess("proposals", argv, env, port, log_dir).start()
+    proc = start_service(
+        url, amqp_url, topology, {"SIGNOFF_PROPOSALS__APPROVAL_BATCH_SIZE": str(size)}
+    )
     db = await asyncpg.connect(dsn)
     try:
         await asyncio.to_thread(proc.wait_healthy, 90.0)

@@ -18,15 +18,12 @@ import asyncio
 import json
 import os
 import secrets
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import aio_pika
 import asyncpg
 import httpx
-from approvals import SUPPORT, alternate, cpu_seconds  # puts SUPPORT on sys.path too
+from approvals import alternate, cpu_seconds, start_service  # puts support/ on sys.path
 from proposals_testkit import enrol, proposal_request
 from signoff_conformance.toy.domain import open_account
 from signoff_contracts.ids import new_id
@@ -35,7 +32,6 @@ from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.rpc import Requester
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing import wait_until
-from signoff_runtime.testing.processes import ServiceProcess, free_port, stack_env
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import Topology
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -50,17 +46,7 @@ async def _round(url: str, amqp_url: str, topology: Topology, size: int, n: int,
     proposer = issue_token(auth, await enrol(engine, org), org)
     account = await open_account(engine, org, "Ada's Bakery")
     await engine.dispose()
-    env = stack_env(url, amqp_url, topology.prefix, quick=False) | {
-        "SIGNOFF_AMQP__BATCH_SIZE": str(size),
-        "SIGNOFF_PROPOSALS__TEST_PLUGIN": "proposals_toy:build",
-        "SIGNOFF_PROPOSALS__STUCK_AFTER_S": "3600",
-        "SIGNOFF_PROPOSALS__PORT": str(port := free_port()),
-        "SIGNOFF_LOG_LEVEL": "WARNING",
-        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
-    }
-    log_dir = Path(tempfile.mkdtemp(prefix="signoff-notifications-"))
-    argv = [sys.executable, "-m", "signoff_proposals"]
-    proc = ServiceProcess("proposals", argv, env, port, log_dir).start()
+    proc = start_service(url, amqp_url, topology, {"SIGNOFF_AMQP__BATCH_SIZE": str(size)})
     db = await asyncpg.connect(asyncpg_dsn(url))
     try:
         await asyncio.to_thread(proc.wait_healthy, 90.0)

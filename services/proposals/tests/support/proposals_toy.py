@@ -19,8 +19,12 @@ from signoff_conformance.toy.directory import ToyDirectory
 from signoff_conformance.toy.domain import GrantCredit
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import Rejected, Resolved, Scope
+from signoff_proposals.context import Context
+from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.registry import Operations
+from signoff_runtime.topology import Topology
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 STAMPED = "account.stamp_credit"
 
@@ -61,3 +65,15 @@ _PLAIN = ReadOnlyGrant()
 
 def build() -> tuple[Operations, ToyDirectory]:
     return Operations([ReadOnlyGrant(), StampedGrant()]), ToyDirectory()
+
+
+def context(settings: ProposalsSettings, engine: AsyncEngine, topology: Topology) -> Context:
+    """The service's context over the toy domain, for calling its code directly."""
+    operations, directory = build()
+    return Context(
+        settings=settings,
+        engine=engine,
+        topology=topology,
+        operations=operations,
+        directory=directory,
+    )
