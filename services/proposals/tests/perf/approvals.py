@@ -77,6 +77,20 @@ def start_service(
     return ServiceProcess("proposals", argv, env, port, log_dir).start()
 
 
+async def propose_one(amqp_url: str, topology: Topology, proposer: str, account: str) -> str:
+    """One toy credit proposed over request-reply, as an agent would; its id."""
+    async with Requester(amqp_url, app_id="perf") as requester:
+        proposed = await requester.ask(
+            proposal_request(proposer, account),
+            ProposalRequestReply,
+            topology,
+            "proposals.requests",
+            30.0,
+        )
+    assert proposed.accepted and proposed.proposal is not None, proposed
+    return proposed.proposal.id
+
+
 async def _round(dsn: str, url: str, amqp_url: str, topology: Topology, size: int, n: int) -> str:
     auth = AuthSettings()
     engine = create_async_engine(url)
@@ -92,17 +106,10 @@ async def _round(dsn: str, url: str, amqp_url: str, topology: Topology, size: in
     try:
         await asyncio.to_thread(proc.wait_healthy, 90.0)
         assert proc.proc is not None
+        original = await propose_one(amqp_url, topology, proposer, account)
         async with Requester(amqp_url, app_id="perf") as requester:
-            proposed = await requester.ask(
-                proposal_request(proposer, account),
-                ProposalRequestReply,
-                topology,
-                "proposals.requests",
-                30.0,
-            )
-            assert proposed.accepted and proposed.proposal is not None, proposed
             prefix = f"prp_{secrets.token_hex(4)}x"
-            await db.execute(_COPIES, proposed.proposal.id, prefix, n)
+            await db.execute(_COPIES, original, prefix, n)
             await asyncio.sleep(1.0)  # the statistics collector's counters flushed
             commits, cpu = await _commits(db), cpu_seconds(proc.proc.pid)
             started = time.monotonic()

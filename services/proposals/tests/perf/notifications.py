@@ -23,13 +23,16 @@ import time
 import aio_pika
 import asyncpg
 import httpx
-from approvals import alternate, cpu_seconds, start_service  # puts support/ on sys.path
-from proposals_testkit import enrol, proposal_request
+from approvals import (  # puts support/ on sys.path
+    alternate,
+    cpu_seconds,
+    propose_one,
+    start_service,
+)
+from proposals_testkit import enrol
 from signoff_conformance.toy.domain import open_account
 from signoff_contracts.ids import new_id
-from signoff_contracts.v1 import ProposalRequestReply
 from signoff_runtime.db import asyncpg_dsn
-from signoff_runtime.rpc import Requester
 from signoff_runtime.settings import AuthSettings
 from signoff_runtime.testing import wait_until
 from signoff_runtime.tokens import issue_token
@@ -51,19 +54,11 @@ async def _round(url: str, amqp_url: str, topology: Topology, size: int, n: int,
     try:
         await asyncio.to_thread(proc.wait_healthy, 90.0)
         assert proc.proc is not None
-        async with Requester(amqp_url, app_id="perf") as requester:
-            proposed = await requester.ask(
-                proposal_request(proposer, account),
-                ProposalRequestReply,
-                topology,
-                "proposals.requests",
-                30.0,
-            )
-        assert proposed.accepted and proposed.proposal is not None, proposed
+        original = await propose_one(amqp_url, topology, proposer, account)
         body = await db.fetchval(
             "SELECT body FROM proposals.outbox WHERE correlation_id = $1 "
             "AND routing_key = 'proposal.created'",
-            proposed.proposal.id,
+            original,
         )
         await _settled(proc.url, 1)  # the original, relayed and handled
         event = json.loads(body)
