@@ -132,17 +132,12 @@ class Growth:
             await self._insert(self.next_g, self.next_g + size - 1)
             self.next_g += size
             missing -= size
-        short = (
-            PAGE
-            + 1
-            - int(
-                await self.r.loader.fetchval(
-                    "SELECT count(*) FROM proposals.proposals "
-                    "WHERE organization_id = $1 AND status = 'pending'",
-                    self.r.signoff.club.organization_id,
-                )
-            )
+        pending = await self.r.loader.fetchval(
+            "SELECT count(*) FROM proposals.proposals "
+            "WHERE organization_id = $1 AND status = 'pending'",
+            self.r.signoff.club.organization_id,
         )
+        short = PAGE + 1 - int(pending)
         if short > 0:  # a full page and a next cursor at every size
             await self._insert(self.next_g, self.next_g + short - 1, mode="waiting")
             self.next_g += short

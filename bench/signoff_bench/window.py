@@ -121,8 +121,8 @@ class Windows:
             for k, v in cpu.per_group.items()
         }
         cpu = replace(cpu, per_group=per_group)
-        opened = time.time() - (time.monotonic() - before.at)
-        busy = tuple(b for b in self._busy if b[0] >= opened - SAMPLE_S)
+        # the samples since the last close, and the one just before it
+        busy = tuple(self._busy)
         self._busy[:] = self._busy[-1:]  # the next window opens now
         return Spent(seconds, max(0.0, caused), cpu, broker, busy)
 

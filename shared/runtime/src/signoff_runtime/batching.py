@@ -231,7 +231,7 @@ class Batcher:
 
 #: a batch's whole handling, its own transactions included: ``run`` records ``messages`` however
 #: it commits, and must be safe to redo (a batch that fails is run again, message by message)
-BatchRun = Callable[[Sequence[RabbitMessage]], Awaitable[object]]
+BatchRun = Callable[[Sequence[RabbitMessage]], Awaitable[None]]
 
 
 def consume_runs(
@@ -249,20 +249,16 @@ def consume_runs(
     docstring), each acked once ``run`` returned, each of a batch that failed settled alone
     through ``settle``. ``size`` 1 subscribes it unbatched — each message alone, concurrently up
     to ``prefetch``, as ``consumer.consume`` does — and returns no ``Batcher``."""
+
+    def one(msg: RabbitMessage) -> Awaitable[None]:
+        return run([msg])
+
     if size <= 1:
-
-        async def each(msg: RabbitMessage) -> None:
-            await run([msg])
-
-        consumer.consume(broker, topology, senders, queue_key, each, prefetch=prefetch, bind=bind)
+        consumer.consume(broker, topology, senders, queue_key, one, prefetch=prefetch, bind=bind)
         return None
-
-    async def batch(messages: Sequence[RabbitMessage]) -> None:
-        await run(messages)
-
-    alone = consumer.settling(broker, topology, senders, queue_key, lambda msg: run([msg]))
+    alone = consumer.settling(broker, topology, senders, queue_key, one)
     accepts = consumer.accepting(topology, senders, queue_key)
-    batcher = Batcher(queue_key, size=size, run=batch, alone=alone, accepts=accepts)
+    batcher = Batcher(queue_key, size=size, run=run, alone=alone, accepts=accepts)
 
     async def handler(msg: RabbitMessage) -> None:
         await batcher.submit(msg)

@@ -1,4 +1,4 @@
-"""The ``proposals.notifications`` consumer: one proposal event in, delivery rows out.
+"""The ``proposals.notifications`` consumer: proposal events in, delivery rows out.
 
 Every delivery row has a ``dedup_key`` of the event's message id and its recipient (unique), so
 a redelivered event adds nothing: the rows are inserted with ``ON CONFLICT DO NOTHING``. Most
@@ -8,14 +8,14 @@ commit (three such commits per proposal were the proposals service's busiest wri
 their rows, if any, are one INSERT, atomic by itself. The events waiting together are handled
 together (``signoff_runtime.batching.consume_runs``): one SELECT of the subscriptions of all
 their organizations and one INSERT for all their rows, where each event alone cost a SELECT; at
-low load a batch is one event, as before; an organization's people (for e-mail) are read once
-for all its events in a batch. It sends nothing itself (``delivery`` does,
-outside any transaction), so a slow or failing endpoint never holds a consumer, let alone a
-decision. E-mail goes to the people who may approve a waiting proposal: the directory's
-``Roster`` lists the organization's members, the operation's own ``authorize`` and the
-proposal's frozen approval policy (its roles, whether the proposer counts) pick the approvers,
-minus anyone who turned notices off; a reminder row waits until shortly before the proposal
-expires.
+low load a batch is one event, as before; an event with nobody to tell is not rendered, and an
+organization's people (for e-mail) are read once for all its events in a batch. It sends
+nothing itself (``delivery`` does, outside any transaction), so a slow or failing endpoint never
+holds a consumer, let alone a decision. E-mail goes to the people who may approve a waiting
+proposal: the directory's ``Roster`` lists the organization's members, the operation's own
+``authorize`` and the proposal's frozen approval policy (its roles, whether the proposer counts)
+pick the approvers, minus anyone who turned notices off; a reminder row waits until shortly
+before the proposal expires.
 """
 
 from __future__ import annotations
@@ -46,24 +46,23 @@ async def on_events(ctx: Context, messages: Sequence[Message]) -> None:
     """Proposal events in, their delivery rows out: a SELECT and at most one INSERT for them all
     (each statement atomic by itself, so a batch that fails is safe to redo message by message)."""
     events = [ProposalEvent.model_validate_json(msg.body) for msg in messages]
-    web_url = ctx.settings.notify.web_url
-    summaries = [summarize(event, ctx.operations, web_url) for event in events]
+    notify = ctx.settings.notify
     async with ctx.engine.connect() as conn:
         await conn.execution_options(isolation_level="AUTOCOMMIT")
-        subscribed = await _subscribers(conn, {s.organization_id for s in summaries})
+        subscribed = await _subscribers(conn, {e.proposal.organization_id for e in events})
         people: People = {}
         rows: list[dict[str, Any]] = []
-        for event, summary in zip(events, summaries, strict=True):
-            rows += _webhook_rows_of(subscribed, summary)
-            if event.event == "created" and ctx.settings.notify.email_enabled:
+        for event in events:
+            hooks = _wanted(subscribed, event.proposal.organization_id, event.event)
+            email = event.event == "created" and notify.email_enabled
+            if not hooks and not email:  # the common case: nothing to render, nobody to tell
+                continue
+            summary = summarize(event, ctx.operations, notify.web_url)
+            rows += _webhook_rows_of(hooks, summary)
+            if email:
                 rows += await _email_rows(ctx, conn, event, summary, people)
         if rows:
             await conn.execute(_insert(rows))
-
-
-async def on_event(ctx: Context, msg: Message) -> None:
-    """One proposal event (``on_events`` of one)."""
-    await on_events(ctx, [msg])
 
 
 def _insert(rows: list[dict[str, Any]]) -> Any:
@@ -114,17 +113,21 @@ async def _subscribers(conn: AsyncConnection, organizations: Iterable[str]) -> S
     return subscribed
 
 
-def _webhook_rows_of(subscribed: Subscribed, summary: Summary) -> list[dict[str, Any]]:
+def _wanted(subscribed: Subscribed, organization_id: str, event: str) -> list[str]:
+    """The organization's webhooks that want ``event``."""
+    return [sub_id for sub_id, events in subscribed.get(organization_id, ()) if event in events]
+
+
+def _webhook_rows_of(hooks: list[str], summary: Summary) -> list[dict[str, Any]]:
     return [
         _row(summary, "webhook", f"{summary.message_id}:{sub_id}", subscription_id=sub_id)
-        for sub_id, events in subscribed.get(summary.organization_id, ())
-        if summary.event in events
+        for sub_id in hooks
     ]
 
 
 async def _webhook_rows(conn: AsyncConnection, summary: Summary) -> list[dict[str, Any]]:
     subscribed = await _subscribers(conn, [summary.organization_id])
-    return _webhook_rows_of(subscribed, summary)
+    return _webhook_rows_of(_wanted(subscribed, summary.organization_id, summary.event), summary)
 
 
 async def _email_rows(
@@ -159,7 +162,7 @@ People = dict[str, tuple[list[Contact], set[str]]]
 
 
 async def approvers(
-    ctx: Context, conn: AsyncConnection, event: ProposalEvent, people: People | None = None
+    ctx: Context, conn: AsyncConnection, event: ProposalEvent, people: People
 ) -> list[tuple[str, str]]:
     """``(user_id, address)`` of each member who may approve and has not turned notices off
     (the organization's people from ``people`` if it holds them, else read and kept there)."""
@@ -173,12 +176,11 @@ async def approvers(
     scope = Scope(
         organization_id=view.organization_id, section=view.section, resource_id=view.resource_id
     )
-    known = people if people is not None else {}
     org = view.organization_id
-    if org not in known:
+    if org not in people:
         muted = await muted_people(conn, org)
-        known[org] = (await ctx.directory.contacts(conn, org), muted)
-    contacts, muted = known[org]
+        people[org] = (await ctx.directory.contacts(conn, org), muted)
+    contacts, muted = people[org]
     return [
         (c.user_id, c.email)
         for c in contacts
