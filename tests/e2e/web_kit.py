@@ -63,7 +63,12 @@ class Tab:
     async def open_chat(self, section: str, say: str) -> None:
         """From the home page: the first resource of ``section``'s list, then say something."""
         listed = self.page.locator(f"section[data-section='{section}']")
-        await listed.locator("button[data-action=ask]").first.click()
+        try:
+            await listed.locator("button[data-action=ask]").first.click(timeout=WAIT_MS)
+        except Exception as missed:  # say what the page showed instead
+            shown = await self.page.locator("main").inner_text()
+            said = f"no {section} to ask about at {self.page.url}: {shown}"
+            raise AssertionError(said) from missed
         await self.page.wait_for_url("**/chat/**")
         await self.say(say)
 
