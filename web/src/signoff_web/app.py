@@ -15,11 +15,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
-import uvicorn
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from signoff_contracts.operations import SignIn
-from signoff_runtime.http import install_standard_routes
+from signoff_runtime.http import install_standard_routes, run_server
 from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.rpc import Requester
 from signoff_runtime.service import Runtime
@@ -104,10 +103,4 @@ def create_app(
 
 def serve() -> None:
     settings = load_settings(WebSettings, "web")
-    uvicorn.run(
-        create_app(settings),
-        host=settings.web.host,
-        port=settings.web.port,
-        log_config=None,
-        timeout_graceful_shutdown=10,
-    )
+    run_server(create_app(settings), settings.web.host, settings.web.port, graceful_s=10)

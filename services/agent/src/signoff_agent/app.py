@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory
 from signoff_runtime import openapi, retention
 from signoff_runtime.db import asyncpg_dsn
-from signoff_runtime.http import install_standard_routes
+from signoff_runtime.http import install_standard_routes, run_server
 from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.retention import Rule, inbox_rule
 from signoff_runtime.rpc import Requester
@@ -124,11 +123,4 @@ def create_app(
 
 def serve() -> None:
     settings = load_settings(AgentSettings, "agent")
-    uvicorn.run(
-        create_app(settings),
-        host=settings.agent.host,
-        port=settings.agent.port,
-        log_config=None,
-        ws="none",  # no WebSocket route: uvicorn would otherwise import websockets (≈ 1 MB)
-        timeout_graceful_shutdown=30,
-    )
+    run_server(create_app(settings), settings.agent.host, settings.agent.port, graceful_s=30)

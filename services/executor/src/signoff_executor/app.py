@@ -13,11 +13,10 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import structlog
-import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory, check_operation
 from signoff_runtime import retention, unsafe
-from signoff_runtime.http import install_standard_routes
+from signoff_runtime.http import install_standard_routes, run_server
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, load_directory, load_operations
 from signoff_runtime.relay import OutboxRelay
@@ -98,12 +97,4 @@ def serve(operations: Operations | None = None, directory: Directory | None = No
     """Run the executor until SIGTERM/SIGINT (entry point ``signoff.services: executor``)."""
     settings = load_settings(ExecutorSettings, "executor")
     app = create_app(settings, operations, directory)
-    uvicorn.run(
-        app,
-        host=settings.executor.host,
-        port=settings.executor.port,
-        lifespan="on",
-        ws="none",  # no WebSocket route: uvicorn would otherwise import websockets (≈ 1 MB)
-        log_config=None,
-        timeout_graceful_shutdown=5,
-    )
+    run_server(app, settings.executor.host, settings.executor.port, graceful_s=5, lifespan="on")

@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import Directory
 from signoff_runtime import openapi, retention, unsafe
 from signoff_runtime.db import asyncpg_dsn
-from signoff_runtime.http import install_standard_routes
+from signoff_runtime.http import install_standard_routes, run_server
 from signoff_runtime.members import Members
 from signoff_runtime.registry import Operations
 from signoff_runtime.relay import OutboxRelay
@@ -130,13 +129,11 @@ def _loops(ctx: Context, runtime: Runtime) -> list[sweeps.Loop]:
 def serve() -> None:
     """Run the service on ``SIGNOFF_PROPOSALS__HOST``:``SIGNOFF_PROPOSALS__PORT`` until SIGTERM."""
     settings = load_settings(ProposalsSettings, "proposals")
-    uvicorn.run(
+    # open event streams end only when their reader goes: do not wait for them forever
+    run_server(
         create_app(settings),
-        host=settings.proposals.host,
-        port=settings.proposals.port,
-        log_config=None,
-        ws="none",  # no WebSocket route: uvicorn would otherwise import websockets (≈ 1 MB)
+        settings.proposals.host,
+        settings.proposals.port,
+        graceful_s=10,
         access_log=False,
-        # open event streams end only when their reader goes: do not wait for them forever
-        timeout_graceful_shutdown=10,
     )

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-import uvicorn
 from fastapi import FastAPI
 from signoff_contracts.operations import check_operation
 from signoff_runtime import retention
-from signoff_runtime.http import install_standard_routes
+from signoff_runtime.http import install_standard_routes, run_server
 from signoff_runtime.providers import Providers
 from signoff_runtime.registry import Operations, load_operations
 from signoff_runtime.relay import OutboxRelay
@@ -79,12 +78,4 @@ def serve(operations: Operations | None = None) -> None:
     """Run the reconciler until SIGTERM/SIGINT (entry point ``signoff.services: reconciler``)."""
     settings = load_settings(ReconcilerSettings, "reconciler")
     app = create_app(settings, operations)
-    uvicorn.run(
-        app,
-        host=settings.reconciler.host,
-        port=settings.reconciler.port,
-        lifespan="on",
-        ws="none",  # no WebSocket route: uvicorn would otherwise import websockets (≈ 1 MB)
-        log_config=None,
-        timeout_graceful_shutdown=5,
-    )
+    run_server(app, settings.reconciler.host, settings.reconciler.port, graceful_s=5, lifespan="on")

@@ -8,6 +8,12 @@
 - ``GET /metrics`` — here unless ``SIGNOFF_METRICS__PORT`` moves it to a port of its own
   (``Runtime.running`` serves it there); then the public port answers ``404``.
 
+Every service is served by ``run_server``: uvicorn, keeping an idle connection open
+``KEEP_ALIVE_S`` — longer than its callers keep one in their pools (httpx: 5 s), so a caller
+never sends a request down a connection the service is closing at that very moment (uvicorn's
+own default is 5 s too: the two ends racing, a request now and then failed as "server
+disconnected").
+
 Every request to the service's own routes is counted by route template, method and status
 (``http_metrics``). Every service also refuses oversized bodies (``413``); given its settings,
 it limits each person's rate of approval and message requests too (``429``, see ``limits``).
@@ -17,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+import uvicorn
 from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -30,6 +38,25 @@ HealthCheck = Callable[[], Awaitable[bool]]
 CHECK_TIMEOUT_S = 2.0
 #: the probes and the scrape: not the service's API, so not counted in its request metrics
 STANDARD_PATHS = frozenset({"/livez", "/readyz", "/healthz", "/metrics"})
+#: how long a service keeps an idle keep-alive connection: past its callers' pool expiry (httpx:
+#: 5 s) and the idle timeout of the proxies put in front (nginx and cloud load balancers: 60 s)
+KEEP_ALIVE_S = 75
+
+
+def server_options(graceful_s: int) -> dict[str, Any]:
+    """How every service is served: no WebSocket support loaded (no route needs it; uvicorn
+    would import ``websockets``, about 1 MB), logs through ours, idle connections kept
+    ``KEEP_ALIVE_S``, in-flight requests given ``graceful_s`` to finish on shutdown."""
+    return {
+        "log_config": None,
+        "ws": "none",
+        "timeout_keep_alive": KEEP_ALIVE_S,
+        "timeout_graceful_shutdown": graceful_s,
+    }
+
+
+def run_server(app: FastAPI, host: str, port: int, *, graceful_s: int, **options: Any) -> None:
+    uvicorn.run(app, host=host, port=port, **server_options(graceful_s), **options)
 
 
 async def _passes(check: HealthCheck) -> bool:
