@@ -30,11 +30,13 @@ async def test_a_run_proposes_waits_for_a_person_and_resumes_with_the_outcome(
     org = (await stack.seed())["organizations"][0]
     manager = stack.token(org["users"]["manager"], org)
     case = org["refund_case"]
-    model = OpenAIChatCompletionsModel(
-        model="scripted",
-        openai_client=AsyncOpenAI(base_url=f"{stack.url('model')}/v1", api_key="scripted"),
-    )
-    async with AsyncSignoffClient(stack.url("agent"), stack.url("proposals"), manager) as client:
+    # closed at the end: an unclosed client's pooled connection surfaced later as an "unclosed
+    # socket" ResourceWarning in whichever test was running when it was collected
+    async with (
+        AsyncOpenAI(base_url=f"{stack.url('model')}/v1", api_key="scripted") as openai_client,
+        AsyncSignoffClient(stack.url("agent"), stack.url("proposals"), manager) as client,
+    ):
+        model = OpenAIChatCompletionsModel(model="scripted", openai_client=openai_client)
         tools = await signoff_tools(client, kinds=[REFUND])
         assert [tool.name for tool in tools.tools] == [tool_name(REFUND)]
         agent = Agent(
