@@ -176,6 +176,7 @@ NOT_IN_A_SERVICE = (
     "pygments",
     "websockets",
     "pydantic.v1",
+    "sqlalchemy.orm",
 )
 
 
