@@ -182,12 +182,13 @@ NOT_IN_A_SERVICE = (
 
 #: what one service does not load to start, on top of ``NOT_IN_A_SERVICE`` (issue 18): PyJWT where
 #: no route checks a token, cryptography (≈ 7 MB) where neither a token nor a contract is checked
-#: (``signoff_runtime.keys``, ``signoff_runtime.audiences``), aiosmtplib until an e-mail is sent
+#: (``signoff_runtime.keys``, ``signoff_runtime.audiences``), aiosmtplib until an e-mail is sent,
+#: FastAPI (≈ 5 MB) where there is no API, only probes and the scrape
 NOT_IN = {
     "agent": (),
     "proposals": ("aiosmtplib",),
-    "executor": ("jwt", "signoff_runtime.tokens"),
-    "reconciler": ("jwt", "signoff_runtime.tokens", "cryptography"),
+    "executor": ("jwt", "signoff_runtime.tokens", "fastapi"),
+    "reconciler": ("jwt", "signoff_runtime.tokens", "cryptography", "fastapi"),
 }
 
 

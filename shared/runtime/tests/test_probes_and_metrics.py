@@ -8,9 +8,14 @@ from fastapi import FastAPI
 from prometheus_client import REGISTRY
 from signoff_runtime.http import install_standard_routes
 from signoff_runtime.http_metrics import route_of
+from signoff_runtime.problems import MEDIA_TYPE
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import MetricsSettings, ServiceSettings
 from signoff_runtime.testing.processes import free_port
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 
 def _app(database_up: bool, settings: ServiceSettings | None = None) -> FastAPI:
@@ -32,7 +37,7 @@ def _app(database_up: bool, settings: ServiceSettings | None = None) -> FastAPI:
     return app
 
 
-def _client(app: FastAPI) -> httpx.AsyncClient:
+def _client(app: Starlette) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc")
 
 
@@ -92,3 +97,41 @@ async def test_metrics_move_to_their_own_port_when_one_is_set() -> None:
         server.shutdown()
         server.server_close()
         await runtime.engine.dispose()
+
+
+async def test_a_service_without_an_api_serves_the_same_from_starlette_alone() -> None:
+    """The executor's and the reconciler's app is Starlette's (no FastAPI in their memory):
+    the same probes and scrape, and every error still a problem document."""
+
+    async def fail(_: Request) -> Response:
+        raise RuntimeError("a bug")
+
+    async def up() -> bool:
+        return True
+
+    app = Starlette(routes=[Route("/fail", fail)])
+    install_standard_routes(app, {"database": up})
+    async with _client(app) as client:
+        assert (await client.get("/livez")).json() == {"status": "ok"}
+        assert (await client.get("/readyz")).json() == {
+            "status": "ok",
+            "checks": {"database": True},
+        }
+        assert "signoff_http_requests_total" in (await client.get("/metrics")).text
+        missing = await client.get("/no/such/path")
+        assert missing.status_code == 404
+        assert missing.headers["content-type"] == MEDIA_TYPE
+        assert missing.json()["code"] == "not_found"
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app, raise_app_exceptions=False), base_url="http://svc"
+    ) as client:
+        failed = await client.get("/fail")
+    assert failed.status_code == 500
+    assert failed.json()["code"] == "internal_error" and "a bug" not in failed.text
+
+
+async def test_the_probes_stay_out_of_a_fastapi_apps_openapi_document() -> None:
+    async with _client(_app(database_up=True)) as client:
+        paths = (await client.get("/openapi.json")).json()["paths"]
+        assert (await client.get("/healthz")).status_code == 200
+    assert list(paths) == ["/v1/things/{thing_id}"]

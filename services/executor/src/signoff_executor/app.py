@@ -1,5 +1,5 @@
-"""The executor process: a FastAPI app with ``/healthz`` and ``/metrics`` whose lifespan runs the
-contract consumer and the outbox relay.
+"""The executor process: a Starlette app (``/healthz`` and ``/metrics``; no API, so no FastAPI)
+whose lifespan runs the contract consumer and the outbox relay.
 
 Stopping (SIGTERM → uvicorn shutdown → lifespan exit → ``Runtime.running`` exit) stops consuming,
 gives in-flight contracts ``SIGNOFF_EXECUTOR__GRACEFUL_TIMEOUT_S`` to commit and ack, then stops the
@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import structlog
-from fastapi import FastAPI
 from signoff_contracts.operations import Directory, check_operation
 from signoff_runtime import retention, unsafe
 from signoff_runtime.http import install_standard_routes, run_server
@@ -23,6 +22,7 @@ from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.retention import outbox_rule
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
+from starlette.applications import Starlette
 
 from signoff_executor import handlers, tables
 from signoff_executor.execution import Executor
@@ -35,7 +35,7 @@ def create_app(
     settings: ExecutorSettings,
     operations: Operations | None = None,
     directory: Directory | None = None,
-) -> FastAPI:
+) -> Starlette:
     """Wire the executor; ``operations`` and ``directory`` default to the ``signoff.operations``
     and ``signoff.directory`` entry points (the directory re-checks each approver)."""
     ops = operations if operations is not None else load_operations()
@@ -72,7 +72,7 @@ def create_app(
     )
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             await providers.open(stack, ops)
             async with runtime.running():
@@ -84,9 +84,7 @@ def create_app(
                 )
                 yield
 
-    app = FastAPI(
-        title="signoff executor", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
-    )
+    app = Starlette(lifespan=lifespan)
     install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok})
     app.state.runtime = runtime
     app.state.executor = executor

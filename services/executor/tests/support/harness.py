@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
 from signoff_conformance.toy.directory import ToyDirectory
 from signoff_contracts.outcomes import OperationOutcome, outcome_adapter
 from signoff_contracts.v1 import OutcomeReported, ReconciliationRequired
@@ -18,6 +17,7 @@ from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.applications import Starlette
 
 from support.contracts import VERIFYING
 
@@ -38,7 +38,7 @@ def settings(
 
 
 @asynccontextmanager
-async def running(settings: ExecutorSettings, operations: Operations) -> AsyncIterator[FastAPI]:
+async def running(settings: ExecutorSettings, operations: Operations) -> AsyncIterator[Starlette]:
     app = create_app(settings, operations, ToyDirectory())
     async with app.router.lifespan_context(app):
         yield app

@@ -1,13 +1,13 @@
-"""The reconciler process: ``/healthz`` and ``/metrics``, the request consumer, the check loop
-(with its stranded-attempt scan), the dead-letter archive consumers and the outbox relay, all run
-by ``Runtime.running`` inside the app's lifespan."""
+"""The reconciler process: ``/healthz`` and ``/metrics`` (a Starlette app: no API, so no
+FastAPI), the request consumer, the check loop (with its stranded-attempt scan), the dead-letter
+archive consumers and the outbox relay, all run by ``Runtime.running`` inside the app's
+lifespan."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from fastapi import FastAPI
 from signoff_contracts.operations import check_operation
 from signoff_runtime import retention
 from signoff_runtime.http import install_standard_routes, run_server
@@ -17,6 +17,7 @@ from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.retention import inbox_rule, outbox_rule
 from signoff_runtime.service import Runtime
 from signoff_runtime.settings import load as load_settings
+from starlette.applications import Starlette
 
 from signoff_reconciler import handlers, tables
 from signoff_reconciler.checks import Checker
@@ -24,7 +25,7 @@ from signoff_reconciler.dead_letters import handlers as dead_letter_handlers
 from signoff_reconciler.settings import ReconcilerSettings
 
 
-def create_app(settings: ReconcilerSettings, operations: Operations | None = None) -> FastAPI:
+def create_app(settings: ReconcilerSettings, operations: Operations | None = None) -> Starlette:
     """Wire the reconciler; ``operations`` defaults to the ``signoff.operations`` entry points."""
     ops = operations if operations is not None else load_operations()
     for op in ops:
@@ -55,19 +56,13 @@ def create_app(settings: ReconcilerSettings, operations: Operations | None = Non
     runtime.loops.extend([checker.run, relay.run, retention.pruning(runtime.engine, rules, keep)])
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             await providers.open(stack, ops)
             async with runtime.running():
                 yield
 
-    app = FastAPI(
-        title="signoff reconciler",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-    )
+    app = Starlette(lifespan=lifespan)
     install_standard_routes(app, {"database": runtime.db_ok, "broker": runtime.broker_ok})
     app.state.runtime = runtime
     app.state.checker = checker

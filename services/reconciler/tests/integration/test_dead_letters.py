@@ -13,7 +13,6 @@ from typing import Any
 
 import aio_pika
 import pytest
-from fastapi import FastAPI
 from signoff_contracts.ids import new_id
 from signoff_reconciler.app import create_app
 from signoff_reconciler.cli import _letter_json, dlq_app
@@ -29,13 +28,16 @@ from signoff_runtime.tokens import issue_token
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.applications import Starlette
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.integration
 
 
 @asynccontextmanager
-async def archiving(settings: ReconcilerSettings, operations: Operations) -> AsyncIterator[FastAPI]:
+async def archiving(
+    settings: ReconcilerSettings, operations: Operations
+) -> AsyncIterator[Starlette]:
     group = settings.reconciler.model_copy(update={"archive_dead_letters": True})
     app = create_app(settings.model_copy(update={"reconciler": group}), operations)
     async with app.router.lifespan_context(app):

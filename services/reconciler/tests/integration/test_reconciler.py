@@ -10,7 +10,6 @@ from typing import Any
 
 import aio_pika
 import pytest
-from fastapi import FastAPI
 from signoff_contracts.ids import new_id
 from signoff_contracts.outcomes import RevisionRequired, Succeeded
 from signoff_contracts.reasons import Reason
@@ -26,6 +25,7 @@ from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.applications import Starlette
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,7 @@ async def publish(amqp_url: str, topology: Topology, body: bytes, message_id: st
 
 
 @asynccontextmanager
-async def running(settings: ReconcilerSettings, operations: Operations) -> AsyncIterator[FastAPI]:
+async def running(settings: ReconcilerSettings, operations: Operations) -> AsyncIterator[Starlette]:
     app = create_app(settings, operations)
     async with app.router.lifespan_context(app):
         yield app

@@ -26,9 +26,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI, Response
-from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from signoff_runtime import http_metrics, limits, problems, tracing
 from signoff_runtime.settings import LimitsSettings, ServiceSettings
@@ -55,7 +56,7 @@ def server_options(graceful_s: int) -> dict[str, Any]:
     }
 
 
-def run_server(app: FastAPI, host: str, port: int, *, graceful_s: int, **options: Any) -> None:
+def run_server(app: Starlette, host: str, port: int, *, graceful_s: int, **options: Any) -> None:
     uvicorn.run(app, host=host, port=port, **server_options(graceful_s), **options)
 
 
@@ -67,7 +68,7 @@ async def _passes(check: HealthCheck) -> bool:
 
 
 def install_standard_routes(
-    app: FastAPI, checks: dict[str, HealthCheck], settings: ServiceSettings | None = None
+    app: Starlette, checks: dict[str, HealthCheck], settings: ServiceSettings | None = None
 ) -> None:
     problems.install(app)
     tracing.instrument_app(app)
@@ -78,11 +79,10 @@ def install_standard_routes(
     # outermost: a refused request (413, 429) is counted with its status too
     app.add_middleware(http_metrics.RequestMetricsMiddleware, skip=STANDARD_PATHS)
 
-    @app.get("/livez", include_in_schema=False)
-    async def livez() -> JSONResponse:
+    async def livez(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
-    async def ready() -> JSONResponse:
+    async def ready(_: Request) -> Response:
         names = list(checks)
         passed = await asyncio.gather(*(_passes(checks[n]) for n in names))
         results = dict(zip(names, passed, strict=True))
@@ -92,11 +92,13 @@ def install_standard_routes(
             status_code=200 if ok else 503,
         )
 
-    app.get("/readyz", include_in_schema=False)(ready)
-    app.get("/healthz", include_in_schema=False)(ready)
+    async def metrics(_: Request) -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
+    # Starlette's own routes, so that a service with no API of its own needs no FastAPI; in a
+    # FastAPI app they are left out of the OpenAPI document like any non-API route
+    app.add_route("/livez", livez, methods=["GET"], include_in_schema=False)
+    app.add_route("/readyz", ready, methods=["GET"], include_in_schema=False)
+    app.add_route("/healthz", ready, methods=["GET"], include_in_schema=False)
     if settings is None or settings.metrics.port is None:
-
-        @app.get("/metrics", include_in_schema=False)
-        async def metrics() -> Response:
-            return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+        app.add_route("/metrics", metrics, methods=["GET"], include_in_schema=False)

@@ -10,18 +10,19 @@ so a client knows to try again.
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import Any, cast
 
 import structlog
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from signoff_contracts.ids import new_id
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from signoff_runtime.transient import is_transient
-from signoff_runtime.validation import problem_errors
+from signoff_runtime.validation import HasErrors, problem_errors
 
 log = structlog.get_logger(__name__)
 MEDIA_TYPE = "application/problem+json"
@@ -112,49 +113,59 @@ _STATUS_CODES = {
 }
 
 
-def install(app: FastAPI) -> None:
-    @app.exception_handler(Problem)
-    async def _problem(_: Request, exc: Problem) -> JSONResponse:
-        return problem_response(exc)
+def install(app: Starlette) -> None:
+    """Every error the app answers as a problem document; a FastAPI app's failed request
+    validation too. A plain Starlette app (the executor's and the reconciler's probes) validates
+    nothing, and FastAPI is not imported for it."""
+    app.add_exception_handler(Problem, _problem)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)
+    fastapi = sys.modules.get("fastapi")  # an app cannot be FastAPI's unless it is imported
+    if fastapi is not None and isinstance(app, fastapi.FastAPI):
+        app.add_exception_handler(fastapi.exceptions.RequestValidationError, _invalid)
 
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = problem_errors(exc)
-        return problem_response(
-            Problem(422, "invalid_request", "The request is not valid.", errors=errors)
-        )
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = _STATUS_CODES.get(exc.status_code, "http_error")
-        return problem_response(Problem(exc.status_code, code, str(exc.detail)))
+async def _problem(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Problem)
+    return problem_response(exc)
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        correlation_id = new_id("cor")
-        if is_transient(exc):
-            log.warning(
-                "http.database_unavailable",
-                path=request.url.path,
-                correlation_id=correlation_id,
-                error=type(exc).__name__,
-            )
-            return problem_response(
-                Problem(
-                    503,
-                    "temporarily_unavailable",
-                    "The service is busy or restarting; try again shortly.",
-                    correlation_id=correlation_id,
-                )
-            )
-        log.error(
-            "http.unhandled", path=request.url.path, correlation_id=correlation_id, exc_info=exc
+
+async def _invalid(_: Request, exc: Exception) -> Response:
+    errors = problem_errors(cast("HasErrors", exc))
+    return problem_response(
+        Problem(422, "invalid_request", "The request is not valid.", errors=errors)
+    )
+
+
+async def _http(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _STATUS_CODES.get(exc.status_code, "http_error")
+    return problem_response(Problem(exc.status_code, code, str(exc.detail)))
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    correlation_id = new_id("cor")
+    if is_transient(exc):
+        log.warning(
+            "http.database_unavailable",
+            path=request.url.path,
+            correlation_id=correlation_id,
+            error=type(exc).__name__,
         )
         return problem_response(
             Problem(
-                500,
-                "internal_error",
-                "Something went wrong on our side.",
+                503,
+                "temporarily_unavailable",
+                "The service is busy or restarting; try again shortly.",
                 correlation_id=correlation_id,
             )
         )
+    log.error("http.unhandled", path=request.url.path, correlation_id=correlation_id, exc_info=exc)
+    return problem_response(
+        Problem(
+            500,
+            "internal_error",
+            "Something went wrong on our side.",
+            correlation_id=correlation_id,
+        )
+    )

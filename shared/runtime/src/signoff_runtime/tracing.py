@@ -13,7 +13,8 @@ Where the spans come from:
 
 - **HTTP requests** — FastAPI's instrumentation (``instrument_app``): a server span per request,
   named by its route template, continuing a W3C ``traceparent`` the caller sent; the response
-  carries the request's ``traceparent`` back.
+  carries the request's ``traceparent`` back. (A Starlette app without FastAPI — the executor's
+  and the reconciler's probes — gets the ASGI middleware that instrumentation is built on.)
 - **Messages** — ``broker_middlewares`` (``signoff_runtime.message_spans``): when exporting, a
   consumer span ``<queue> process`` per message, a child of the ``traceparent`` the message
   carries, current while its handler runs; when not, no span: the handler runs in the context the
@@ -43,13 +44,14 @@ import json
 import os
 import re
 import secrets
+import sys
 from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from fastapi import FastAPI
 from opentelemetry import context, trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from signoff_runtime.message_spans import Propagated, Traced
@@ -160,13 +162,25 @@ def broker_middlewares() -> list[Any]:
     return [Traced(trace.get_tracer_provider()) if exporting() else Propagated()]
 
 
-def instrument_app(app: FastAPI) -> None:
-    """A server span per request (by route template), and ``traceparent`` on every response."""
-    from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
-
+def instrument_app(app: Starlette) -> None:
+    """A server span per request (by route template in a FastAPI app), and ``traceparent`` on
+    every response. A plain Starlette app (probes and metrics only) gets the generic ASGI
+    middleware FastAPI's instrumentation is built on, without FastAPI."""
     app.add_middleware(TraceparentResponse)
-    FastAPIInstrumentor.instrument_app(
-        app, tracer_provider=trace.get_tracer_provider(), excluded_urls=_UNTRACED
+    fastapi = sys.modules.get("fastapi")  # an app cannot be FastAPI's unless it is imported
+    if fastapi is not None and isinstance(app, fastapi.FastAPI):
+        from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+
+        FastAPIInstrumentor.instrument_app(
+            app, tracer_provider=trace.get_tracer_provider(), excluded_urls=_UNTRACED
+        )
+        return
+    from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+
+    app.add_middleware(
+        OpenTelemetryMiddleware,
+        tracer_provider=trace.get_tracer_provider(),
+        excluded_urls=_UNTRACED,
     )
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 
-class _HasErrors(Protocol):
+class HasErrors(Protocol):
     def errors(self) -> Any: ...
 
 
@@ -31,7 +31,7 @@ class FieldError:
         return ".".join(self.loc)
 
 
-def field_errors(exc: _HasErrors, *, limit: int = 10) -> list[FieldError]:
+def field_errors(exc: HasErrors, *, limit: int = 10) -> list[FieldError]:
     """The first ``limit`` errors of ``exc`` (a pydantic or FastAPI validation error)."""
     return [
         FieldError(
@@ -43,12 +43,12 @@ def field_errors(exc: _HasErrors, *, limit: int = 10) -> list[FieldError]:
     ]
 
 
-def summary(exc: _HasErrors, *, limit: int = 10) -> str:
+def summary(exc: HasErrors, *, limit: int = 10) -> str:
     """``field: type; …`` — for a log line or a dead letter's detail."""
     return "; ".join(f"{err.field}: {err.type}" for err in field_errors(exc, limit=limit))
 
 
-def problem_errors(exc: _HasErrors, *, limit: int = 20) -> list[dict[str, Any]]:
+def problem_errors(exc: HasErrors, *, limit: int = 20) -> list[dict[str, Any]]:
     """The ``errors`` member of a ``422 invalid_request`` problem document."""
     return [
         {"loc": list(err.loc), "msg": err.message, "type": err.type}
