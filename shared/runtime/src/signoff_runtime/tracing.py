@@ -11,10 +11,10 @@ spans off altogether (the API's no-op).
 
 Where the spans come from:
 
-- **HTTP requests** — FastAPI's instrumentation (``instrument_app``): a server span per request,
-  named by its route template, continuing a W3C ``traceparent`` the caller sent; the response
-  carries the request's ``traceparent`` back. (A Starlette app without FastAPI — the executor's
-  and the reconciler's probes — gets the ASGI middleware that instrumentation is built on.)
+- **HTTP requests** — ``instrument_app`` (``signoff_runtime.request_spans``): a server span per
+  request, named by its route template, continuing a W3C ``traceparent`` the caller sent; the
+  response carries the request's ``traceparent`` back. (FastAPI's instrumentation did this once;
+  it cost ≈ 4 MB of each service's memory.)
 - **Messages** — ``broker_middlewares`` (``signoff_runtime.message_spans``): when exporting, a
   consumer span ``<queue> process`` per message, a child of the ``traceparent`` the message
   carries, current while its handler runs; when not, no span: the handler runs in the context the
@@ -44,7 +44,6 @@ import json
 import os
 import re
 import secrets
-import sys
 from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -52,15 +51,15 @@ from typing import IO, Any
 from opentelemetry import context, trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.applications import Starlette
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from signoff_runtime.message_spans import Propagated, Traced
+from signoff_runtime.request_spans import RequestSpans
 
 HEADER = "traceparent"
 _FORMAT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 _PROPAGATOR = TraceContextTextMapPropagator()
-#: routes whose requests make no span (probes and scrapes would drown the traces)
-_UNTRACED = "healthz,livez,readyz,metrics"
+#: paths whose requests make no span (probes and scrapes would drown the traces)
+_UNTRACED = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
 _configured: dict[str, bool] = {}
 
 
@@ -163,45 +162,9 @@ def broker_middlewares() -> list[Any]:
 
 
 def instrument_app(app: Starlette) -> None:
-    """A server span per request (by route template in a FastAPI app), and ``traceparent`` on
-    every response. A plain Starlette app (probes and metrics only) gets the generic ASGI
-    middleware FastAPI's instrumentation is built on, without FastAPI."""
-    app.add_middleware(TraceparentResponse)
-    fastapi = sys.modules.get("fastapi")  # an app cannot be FastAPI's unless it is imported
-    if fastapi is not None and isinstance(app, fastapi.FastAPI):
-        from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
-
-        FastAPIInstrumentor.instrument_app(
-            app, tracer_provider=trace.get_tracer_provider(), excluded_urls=_UNTRACED
-        )
-        return
-    from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
-
-    app.add_middleware(
-        OpenTelemetryMiddleware,
-        tracer_provider=trace.get_tracer_provider(),
-        excluded_urls=_UNTRACED,
-    )
-
-
-class TraceparentResponse:
-    """ASGI middleware (inside the request's span): answer with the request's ``traceparent``."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        value = current()
-
-        async def send_with_trace(message: Message) -> None:
-            if value and message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), (b"traceparent", value.encode())]
-            await send(message)
-
-        await self.app(scope, receive, send_with_trace)
+    """A server span per request, named by its route template, and ``traceparent`` on every
+    response (``request_spans``); the probes and the scrape make none."""
+    app.add_middleware(RequestSpans, skip=_UNTRACED)
 
 
 def event(name: str) -> None:
