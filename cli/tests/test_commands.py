@@ -159,8 +159,9 @@ def test_a_service_process_imports_no_other_command_no_alembic_no_rich() -> None
 
 
 #: what a service's process must not import: other commands' modules (typer among them), what
-#: only a terminal or a WebSocket would use, and pydantic.v1, which only FastAPI's check for such
-#: models would load (``signoff_cli`` and each service's ``serve``)
+#: only a terminal or a WebSocket would use, pydantic.v1, which only FastAPI's check for such
+#: models would load, SQLAlchemy's ORM (``signoff_runtime.engine_only``) and zstandard, which
+#: httpx would load only to offer zstd (``signoff_cli`` and each service's ``serve``)
 NOT_IN_A_SERVICE = (
     "typer",
     "shellingham",
@@ -177,6 +178,7 @@ NOT_IN_A_SERVICE = (
     "websockets",
     "pydantic.v1",
     "sqlalchemy.orm",
+    "zstandard",
 )
 
 

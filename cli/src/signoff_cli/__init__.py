@@ -12,6 +12,10 @@ if sys.argv[1:2] == ["serve"]:
     # httpx's own command line (``httpx._main``, imported if it can be) would load Pygments'
     # lexer tables before finding rich absent: ≈ 0.7 MB more, for a command no service runs
     sys.modules.setdefault("pygments", None)  # type: ignore[arg-type]
+    # zstandard is installed for the benchmark's LangGraph side (langsmith); httpx would load it
+    # (≈ 0.7 MB) to offer zstd in Accept-Encoding, and the model's and providers' answers come
+    # as gzip or plain just the same
+    sys.modules.setdefault("zstandard", None)  # type: ignore[arg-type]
     # FastAPI imports pydantic.v1, if it can, to refuse its models in a route's types: ≈ 1.5 MB
     # of the agent and the proposals service (issue 18) for a check that finds none, as signoff
     # has no pydantic.v1 model; absent, FastAPI takes it that there are none
