@@ -18,6 +18,7 @@ import httpx
 import jwt
 import pytest
 from e2e_stack import Stack
+from fastapi import FastAPI
 from faststream.rabbit import RabbitBroker
 from pydantic import SecretStr
 from signoff_contracts.ids import new_id
@@ -188,7 +189,7 @@ TABLE: dict[tuple[str, str], Rule] = {
 
 
 def app_routes() -> set[tuple[str, str]]:
-    """Every (method, path) the services answer, from their FastAPI apps built in-process."""
+    """Every (method, path) the services answer, from their apps built in-process."""
     from signoff_agent.app import create_app as agent_app
     from signoff_agent.settings import AgentSettings
     from signoff_executor.app import create_app as executor_app
@@ -205,9 +206,16 @@ def app_routes() -> set[tuple[str, str]]:
         reconciler_app(ReconcilerSettings()),
     ]
     found: set[tuple[str, str]] = set()
-    for app in apps:  # routers are included lazily: the schema lists every route of each
-        for path, operations in app.openapi()["paths"].items():
-            found |= {(method.upper(), path) for method in operations if path not in PUBLIC}
+    for app in apps:
+        if isinstance(app, FastAPI):  # routers are included lazily: the schema lists them all
+            for path, operations in app.openapi()["paths"].items():
+                found |= {(method.upper(), path) for method in operations if path not in PUBLIC}
+            continue
+        # the executor's and the reconciler's Starlette apps: no schema, so every route
+        for route in app.routes:
+            path = getattr(route, "path", "")
+            methods = getattr(route, "methods", None) or {"GET"}
+            found |= {(m, path) for m in methods if m != "HEAD" and path not in PUBLIC}
     return found
 
 
