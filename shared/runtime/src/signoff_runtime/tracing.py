@@ -44,6 +44,7 @@ import json
 import os
 import re
 import secrets
+import sys
 from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -161,10 +162,20 @@ def broker_middlewares() -> list[Any]:
     return [Traced(trace.get_tracer_provider()) if exporting() else Propagated()]
 
 
-def instrument_app(app: Starlette) -> None:
+def instrument_app(app: Starlette, tracer_provider: trace.TracerProvider | None = None) -> None:
     """A server span per request, named by its route template, and ``traceparent`` on every
-    response (``request_spans``); the probes and the scrape make none."""
-    app.add_middleware(RequestSpans, skip=_UNTRACED)
+    response (``request_spans``); the probes and the scrape make none.
+
+    FastAPI (since 0.16x) makes telemetry of its own once a tracer provider is set: a second
+    server span around ours, and spans for dependency resolution, the endpoint and
+    serialization inside it, so that a request's commit events would land on an "endpoint"
+    span, not the request's (``make timeline`` reads them there), at a few spans' cost per
+    request. It is turned off for an app instrumented here: one span per request, ours."""
+    fastapi = sys.modules.get("fastapi")  # an app cannot be FastAPI's unless it is imported
+    if fastapi is not None and isinstance(app, fastapi.FastAPI):
+        # the dict FastAPI's telemetry reads on every request (FastAPI(telemetry=...) fills it)
+        app._telemetry.update(tracing=False, metrics=False, logs=False)
+    app.add_middleware(RequestSpans, skip=_UNTRACED, tracer_provider=tracer_provider)
 
 
 def event(name: str) -> None:
