@@ -70,6 +70,9 @@ async def service(
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         yield request.param, client
+    # its lifespan never ran; left to the garbage collector, an open pooled connection failed
+    # whichever test was running
+    await app.state.runtime.engine.dispose()
 
 
 #: a route of each service that reads a body (and would store its text)

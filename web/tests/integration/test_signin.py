@@ -36,8 +36,14 @@ async def club(engine: AsyncEngine) -> dict[str, Any]:
         return await seed_organization(conn)
 
 
-@pytest.fixture
-def build(database_url: str, amqp_url: str, topology: Topology) -> Callable[..., Any]:
+@pytest_asyncio.fixture(loop_scope="session")
+async def build(
+    database_url: str, amqp_url: str, topology: Topology
+) -> AsyncIterator[Callable[..., Any]]:
+    """``build(**web)``: the web app, its lifespan not run; its engine's pool closed at the end
+    (left to the garbage collector, an open connection failed whichever test was running)."""
+    built: list[Any] = []
+
     def _build(unsafe: UnsafeSettings | None = None, **web: Any) -> Any:
         settings = WebSettings(
             env="test",
@@ -49,9 +55,12 @@ def build(database_url: str, amqp_url: str, topology: Topology) -> Callable[...,
         app = create_app(settings)
         # no agent runs here: the home page lists no section (as an agent serving none would)
         app.state.catalogue = Catalogue(app.state.apis, 3600.0, [], time.monotonic())
+        built.append(app)
         return app
 
-    return _build
+    yield _build
+    for app in built:
+        await app.state.engine.dispose()
 
 
 @pytest_asyncio.fixture(loop_scope="session")

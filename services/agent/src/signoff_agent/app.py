@@ -102,6 +102,7 @@ def create_app(
         generate_unique_id_function=openapi.operation_id,
     )
     openapi.describe(app)
+    app.state.runtime = runtime
     app.state.proposer = proposer
     app.state.conversations = conversation_routes.Conversations(
         engine=runtime.engine,
