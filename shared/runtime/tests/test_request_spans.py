@@ -34,7 +34,7 @@ def _traced() -> tuple[FastAPI, InMemorySpanExporter]:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    tracing.instrument_app(app, tracer_provider=provider)
+    tracing.instrument_app(app, skip={"/healthz"}, tracer_provider=provider)
     return app, exporter
 
 

@@ -71,7 +71,7 @@ def install_standard_routes(
     app: Starlette, checks: dict[str, HealthCheck], settings: ServiceSettings | None = None
 ) -> None:
     problems.install(app)
-    tracing.instrument_app(app)
+    tracing.instrument_app(app, skip=STANDARD_PATHS)
     if settings is not None:
         limits.install(app, settings.auth, settings.limits)
     else:

@@ -10,7 +10,6 @@ so a client knows to try again.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, cast
 
 import structlog
@@ -21,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from signoff_runtime.apps import is_fastapi
 from signoff_runtime.transient import is_transient
 from signoff_runtime.validation import HasErrors, problem_errors
 
@@ -120,9 +120,10 @@ def install(app: Starlette) -> None:
     app.add_exception_handler(Problem, _problem)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(Exception, _unexpected)
-    fastapi = sys.modules.get("fastapi")  # an app cannot be FastAPI's unless it is imported
-    if fastapi is not None and isinstance(app, fastapi.FastAPI):
-        app.add_exception_handler(fastapi.exceptions.RequestValidationError, _invalid)
+    if is_fastapi(app):
+        from fastapi.exceptions import RequestValidationError
+
+        app.add_exception_handler(RequestValidationError, _invalid)
 
 
 async def _problem(_: Request, exc: Exception) -> Response:

@@ -23,12 +23,11 @@ from collections.abc import Iterable
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from signoff_runtime import tracing
 from signoff_runtime.http_metrics import route_of
 
-_PROPAGATOR = TraceContextTextMapPropagator()
 _CARRIED = (b"traceparent", b"tracestate")
 
 
@@ -61,11 +60,9 @@ class RequestSpans:
             "url.scheme": str(scope.get("scheme", "http")),
         }
         with self.tracer.start_as_current_span(
-            method, _PROPAGATOR.extract(carried), SpanKind.SERVER, attributes
+            method, tracing.carried(carried), SpanKind.SERVER, attributes
         ) as span:
-            answer: dict[str, str] = {}
-            _PROPAGATOR.inject(answer)
-            traceparent = answer.get("traceparent", "").encode("latin-1")
+            traceparent = (tracing.current() or "").encode("latin-1")
             status = 500  # an exception before the response started is answered 500
 
             async def send_traced(message: Message) -> None:

@@ -44,8 +44,7 @@ import json
 import os
 import re
 import secrets
-import sys
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -53,14 +52,12 @@ from opentelemetry import context, trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.applications import Starlette
 
+from signoff_runtime.apps import is_fastapi
 from signoff_runtime.message_spans import Propagated, Traced
-from signoff_runtime.request_spans import RequestSpans
 
 HEADER = "traceparent"
 _FORMAT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 _PROPAGATOR = TraceContextTextMapPropagator()
-#: paths whose requests make no span (probes and scrapes would drown the traces)
-_UNTRACED = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
 _configured: dict[str, bool] = {}
 
 
@@ -162,20 +159,23 @@ def broker_middlewares() -> list[Any]:
     return [Traced(trace.get_tracer_provider()) if exporting() else Propagated()]
 
 
-def instrument_app(app: Starlette, tracer_provider: trace.TracerProvider | None = None) -> None:
+def instrument_app(
+    app: Starlette, skip: Iterable[str] = (), tracer_provider: trace.TracerProvider | None = None
+) -> None:
     """A server span per request, named by its route template, and ``traceparent`` on every
-    response (``request_spans``); the probes and the scrape make none.
+    response (``request_spans``); requests to the ``skip`` paths make none.
 
     FastAPI (since 0.16x) makes telemetry of its own once a tracer provider is set: a second
     server span around ours, and spans for dependency resolution, the endpoint and
     serialization inside it, so that a request's commit events would land on an "endpoint"
     span, not the request's (``make timeline`` reads them there), at a few spans' cost per
     request. It is turned off for an app instrumented here: one span per request, ours."""
-    fastapi = sys.modules.get("fastapi")  # an app cannot be FastAPI's unless it is imported
-    if fastapi is not None and isinstance(app, fastapi.FastAPI):
+    from signoff_runtime.request_spans import RequestSpans  # it reads this module's context
+
+    if is_fastapi(app):
         # the dict FastAPI's telemetry reads on every request (FastAPI(telemetry=...) fills it)
-        app._telemetry.update(tracing=False, metrics=False, logs=False)
-    app.add_middleware(RequestSpans, skip=_UNTRACED, tracer_provider=tracer_provider)
+        app._telemetry.update(tracing=False, metrics=False, logs=False)  # type: ignore[attr-defined]
+    app.add_middleware(RequestSpans, skip=skip, tracer_provider=tracer_provider)
 
 
 def event(name: str) -> None:
@@ -193,6 +193,12 @@ def headers() -> dict[str, str]:
 def current() -> str | None:
     """The current span's ``traceparent``, if there is one."""
     return headers().get(HEADER)
+
+
+def carried(carrier: Mapping[str, str]) -> context.Context:
+    """The context that ``traceparent`` (and ``tracestate``) in ``carrier`` continue; the
+    current one, unchanged, when they are missing or malformed."""
+    return _PROPAGATOR.extract(carrier)
 
 
 def trace_id(traceparent: str | None) -> str | None:
