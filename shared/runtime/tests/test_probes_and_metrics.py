@@ -4,6 +4,7 @@ route template; ``/metrics`` on its own port when one is set."""
 from __future__ import annotations
 
 import httpx
+import structlog
 from fastapi import FastAPI
 from prometheus_client import REGISTRY
 from signoff_runtime.http import install_standard_routes
@@ -122,10 +123,18 @@ async def test_a_service_without_an_api_serves_the_same_from_starlette_alone() -
         assert missing.status_code == 404
         assert missing.headers["content-type"] == MEDIA_TYPE
         assert missing.json()["code"] == "not_found"
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app, raise_app_exceptions=False), base_url="http://svc"
-    ) as client:
-        failed = await client.get("/fail")
+    # not cached on this first use: a logger cached here would keep the processors configured
+    # now, and a later capture_logs (test_problems.py) would see nothing from it
+    previous = structlog.get_config()["cache_logger_on_first_use"]
+    structlog.configure(cache_logger_on_first_use=False)
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, raise_app_exceptions=False),
+            base_url="http://svc",
+        ) as client:
+            failed = await client.get("/fail")
+    finally:
+        structlog.configure(cache_logger_on_first_use=previous)
     assert failed.status_code == 500
     assert failed.json()["code"] == "internal_error" and "a bug" not in failed.text
 
