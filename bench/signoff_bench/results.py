@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -146,6 +146,16 @@ def spread(values: list[float]) -> tuple[float, float, float] | None:
     return statistics.median(values), min(values), max(values)
 
 
+def highest_held(steps: Iterable[tuple[str, int, float, bool]], side: str) -> list[float]:
+    """Per repeat of ``side``'s open loop (steps as side, repeat, rate, held), the highest offered
+    rate whose p99 held, 0 for a repeat where none did: the report's figure and the soak's rate."""
+    best: dict[int, float] = {}
+    for found, repeat, rate, held in steps:
+        if found == side:
+            best[repeat] = max(best.get(repeat, 0.0), rate if held else 0.0)
+    return [best[repeat] for repeat in sorted(best)]
+
+
 @dataclass
 class Run:
     machine: dict[str, Any]
@@ -174,17 +184,9 @@ class Run:
         return spread([_figure(b, figure) for b in self.all(side, concurrency)])
 
     def held_rate(self, side: str) -> tuple[float, float, float] | None:
-        """Per repeat, the highest offered rate whose p99 held (0 when none did)."""
-        repeats = sorted({s.repeat for s in self.open_loop if s.side == side})
-        return spread(
-            [
-                max(
-                    (s.rate for s in self.open_loop if s.side == side and s.repeat == r and s.held),
-                    default=0.0,
-                )
-                for r in repeats
-            ]
-        )
+        """Per repeat, the highest offered rate whose p99 held (0 when none did): its spread."""
+        steps = ((s.side, s.repeat, s.rate, s.held) for s in self.open_loop)
+        return spread(highest_held(steps, side))
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -32,6 +32,7 @@ import structlog
 
 from signoff_bench.client import Connection, HttpError
 from signoff_bench.driver import percentile
+from signoff_bench.results import highest_held, spread
 from signoff_bench.rig import Rig, rig
 from signoff_bench.seeding import KIND, add_forms, draft
 from signoff_bench.settings import REPO, load
@@ -79,21 +80,23 @@ def load_soak() -> SoakConfig:
     )
 
 
-def _rate(given: str) -> tuple[float, str]:
+def _rate(given: str, committed: Path = REPO / "docs" / "benchmarks.json") -> tuple[float, str]:
+    """The soak's rate: as given, else half the median over the committed run's repeats of the
+    highest open-loop rate that held (a repeat where none held counts as 0, as in the report)."""
     if given:
         return float(given), "BENCH_SOAK_RATE"
-    committed = REPO / "docs" / "benchmarks.json"
     try:
         steps = json.loads(committed.read_text())["open_loop"]
     except (OSError, KeyError, ValueError):
         return FALLBACK_RATE, "fallback (no committed open-loop result)"
-    held: dict[int, float] = {}
-    for step in steps:
-        if step["side"] == "signoff" and step["held"]:
-            held[step["repeat"]] = max(held.get(step["repeat"], 0.0), float(step["rate"]))
-    if not held:
+    held = spread(
+        highest_held(
+            ((st["side"], st["repeat"], float(st["rate"]), st["held"]) for st in steps), "signoff"
+        )
+    )
+    if held is None or held[0] == 0:
         return FALLBACK_RATE, "fallback (no open-loop rate held)"
-    best = sorted(held.values())[len(held) // 2]
+    best = held[0]
     return max(1.0, best / 2), f"half the committed open-loop result ({best:.0f}/s)"
 
 
