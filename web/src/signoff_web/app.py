@@ -63,7 +63,6 @@ def create_app(
     app = FastAPI(title="signoff web", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.runtime = runtime
-    app.state.engine = runtime.engine
     app.state.operations = operations or load_operations()
     app.state.directory = found
     app.state.signin_limits = signin.SignInLimits(settings.web)

@@ -104,7 +104,7 @@ async def _page(
 async def _names(request: Request, views: list[dict[str, Any]]) -> dict[str, str]:
     state = request.app.state
     return await cards.approver_names(
-        state.directory, state.engine, session(request).organization_id, views
+        state.directory, state.runtime.engine, session(request).organization_id, views
     )
 
 

@@ -84,7 +84,7 @@ async def signin(request: Request, email: str = Form(...), password: str = Form(
         response.headers["Retry-After"] = str(seconds)
         return response
     directory: SignIn = request.app.state.directory
-    async with request.app.state.engine.begin() as conn:  # begin: an old hash is upgraded
+    async with request.app.state.runtime.engine.begin() as conn:  # begin: an old hash is upgraded
         member = await directory.authenticate(conn, account, password[:1024])
     if member is None:
         limits.failed(account)
@@ -97,7 +97,7 @@ async def signin(request: Request, email: str = Form(...), password: str = Form(
 async def _start(request: Request, member: Membership) -> Response:
     s = settings(request).web
     started = sessions.Session.start(member, s.session_ttl_s)
-    await session_store.start(request.app.state.engine, started)
+    await session_store.start(request.app.state.runtime.engine, started)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(
         sessions.COOKIE,
@@ -116,7 +116,7 @@ async def signout(request: Request, csrf: str = Form("")) -> Response:
     who = session(request)
     if not sessions.csrf_ok(who, csrf):
         raise HTTPException(403, "csrf")
-    await session_store.revoke(request.app.state.engine, who.sid)
+    await session_store.revoke(request.app.state.runtime.engine, who.sid)
     response = RedirectResponse("/signin", status_code=303)
     response.delete_cookie(sessions.COOKIE, path="/")
     return response

@@ -60,7 +60,7 @@ async def build(
 
     yield _build
     for app in built:
-        await app.state.engine.dispose()
+        await app.state.runtime.engine.dispose()
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -146,7 +146,7 @@ async def test_a_validly_signed_cookie_without_a_live_row_is_no_session(
     first = await _signed_in_cookie(http, manager)
     second = await _signed_in_cookie(client(app, "192.0.2.2"), manager)
     assert (await http.get("/", headers=_as(second))).status_code == 200
-    assert await session_store.revoke_person(app.state.engine, manager["id"]) >= 2
+    assert await session_store.revoke_person(app.state.runtime.engine, manager["id"]) >= 2
     for cookie in (first, second):
         assert (await http.get("/", headers=_as(cookie))).status_code == 303
 

@@ -73,10 +73,13 @@ def test_pause_point_descriptions_get_the_same_treatment() -> None:
 async def test_the_leave_page_shows_the_full_address_and_asks() -> None:
     app = create_app(WebSettings(env="test"))
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
-        target = "https://evil.example/pay?next=/chat&x=<b>"
-        page = await client.get("/leave", params={"to": target})
-        bad = await client.get("/leave", params={"to": "javascript:alert(1)"})
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
+            target = "https://evil.example/pay?next=/chat&x=<b>"
+            page = await client.get("/leave", params={"to": target})
+            bad = await client.get("/leave", params={"to": "javascript:alert(1)"})
+    finally:  # its lifespan never ran: nothing else closes its pool
+        await app.state.runtime.engine.dispose()
     assert page.status_code == 200 and "location" not in page.headers  # never a redirect
     assert "evil.example" in page.text
     assert "https://evil.example/pay?next=/chat&amp;x=&lt;b&gt;" in page.text
