@@ -211,7 +211,8 @@ async def test_an_operator_resolves_a_check_the_provider_cannot_answer_once(stac
             lambda: _status(stack, token, proposal_id, "needs_reconciliation"),
             what="needs_reconciliation",
         )
-        stuck = await stack.signoff("proposals", "stuck", "--json")
+        # the stack is shared: other tests' stuck proposals, older, come first (50 by default)
+        stuck = await stack.signoff("proposals", "stuck", "--json", "--limit", "1000")
         assert proposal_id in [row["id"] for row in json.loads(stuck.stdout)], stuck
 
         asked = await stack.signoff("reconcile", proposal_id, "--json", "--wait", "20")
