@@ -27,7 +27,7 @@ if sys.argv[1:2] == ["serve"]:
 
     engine_only.install()
     # cryptography's X.509 classes, which PyJWT imports for certificates signoff never reads,
-    # run on first use instead: ≈ 2 MB of each service that checks a token
+    # run on first use instead: 0.8 to 1.7 MB of each service that checks a token
     # (signoff_runtime.deferred)
     deferred.install()
     # glibc's mmap threshold fixed, so large freed buffers leave the process (≈ 4 MB off the

@@ -2,9 +2,10 @@
 
 PyJWT imports ``cryptography.x509`` with its algorithms, for the one case of a key given as a
 DER certificate. signoff's keys are Ed25519 key objects, so no service reads a certificate, yet
-the package's classes (names, extensions, OIDs, certificate transparency) cost ≈ 1.2 MB of
-Python allocations, about 2 MB resident, in each service that checks a token: the agent, the
-proposals service and the web.
+the package's classes (names, extensions, OIDs, certificate transparency) are loaded in each
+service that checks a token: the agent, the proposals service and the web. Deferred, measured
+side by side (docs/benchmarks.md, session 11): the agent 1.7 MB smaller at start and at its
+peak, the proposals service 0.8 MB smaller at start (its peak, set by the load, unchanged).
 
 ``install()`` adds a finder to the import system that hands each such module to the standard
 library's ``importlib.util.LazyLoader``: importing it binds a module object (on its parent too,
