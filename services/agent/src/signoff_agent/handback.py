@@ -107,14 +107,14 @@ async def apply(
     view = event.proposal
     if view.conversation_id is None:
         return False
-    conversation = await repo.lock(conn, view.conversation_id)
+    conversation = await repo.lock_with_card(conn, view.conversation_id, view.id)
     if conversation is None or conversation.organization_id != view.organization_id:
         return False
     extra: dict[str, Any] = {"operation_kind": view.operation_kind}
     if view.superseded_by:
         extra["replaced_by"] = view.superseded_by
-    known = await repo.card(conn, view.id)
-    if known is None or _rank(view.status) >= _rank(known.status):
+    known = conversation.card_status
+    if known is None or _rank(view.status) >= _rank(known):
         await repo.upsert_card(conn, view.id, conversation.id, "proposal", view.status, **extra)
     if event.event == "superseded" and view.superseded_by:
         await _link_revision(
@@ -125,19 +125,10 @@ async def apply(
         params = notice.params
         if notice.kind.startswith("outcome:") and len(view.approvals) > 1:
             params = {**params, "approved_by": await _names(conn, directory, view)}
-        row = await repo.add_message(
-            conn,
-            conversation.id,
-            role="app",
-            code=notice.code,
-            params=params,
-            proposal_id=view.id,
-            kind=notice.kind,
-        )
-        if row is not None:
+        if await repo.hand_back(
+            conn, conversation.id, view.id, notice.kind, notice.code, params, notice.note
+        ):
             written = True
-            if notice.note:
-                await repo.add_note(conn, conversation.id, view.id, notice.note, params)
     # under the trace of the turn that proposed it: the conversation's end of the trace
     log.info("handback.applied", proposal_id=view.id, change=event.event, written=written)
     return written

@@ -1,23 +1,38 @@
-"""SQL for conversations, messages, cards, notes and the journal (SQLAlchemy Core).
+"""SQL for conversations, messages, cards, notes and the journal.
 
 Every write that a conversation's event stream must see appends to ``journal`` and notifies
 channel ``agent_conversations`` in the same transaction (the notification fires at commit).
 Writers lock the conversation row first (``lock``, or the ``UPDATE`` of a turn claim), so one
 conversation's journal rows commit in ``seq`` order and a reader that remembers the last ``seq``
 it saw never skips one.
+
+Most statements are SQLAlchemy Core. The ones every proposal event runs (the hand-back's) are hot
+statements (``signoff_runtime.hot``: fixed SQL, prepared once per connection), each write folded
+with its journal row and its notification into one statement: ``lock_with_card``,
+``upsert_card``, ``hand_back`` and ``append_journal``. An outcome is three statements, not nine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from signoff_contracts.ids import new_id
-from sqlalchemy import Row, func, select, text, update
+from signoff_runtime import hot
+from sqlalchemy import Row, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff_agent.tables import cards, conversations, journal, messages, notes, propose_keys
+from signoff_agent.tables import (
+    SCHEMA,
+    cards,
+    conversations,
+    journal,
+    messages,
+    notes,
+    propose_keys,
+)
 
 CHANNEL = "agent_conversations"
 
@@ -49,6 +64,22 @@ async def get(conn: AsyncConnection, conversation_id: str) -> Row[Any] | None:
 async def lock(conn: AsyncConnection, conversation_id: str) -> Row[Any] | None:
     query = select(conversations).where(conversations.c.id == conversation_id).with_for_update()
     return (await conn.execute(query)).first()
+
+
+async def lock_with_card(
+    conn: AsyncConnection, conversation_id: str, card_id: str
+) -> hot.Fields | None:
+    """``lock`` and ``card`` in one statement: the conversation's ``id`` and
+    ``organization_id``, locked, and ``card_status``, the status of card ``card_id`` (``None``
+    while it is unknown). A hand-back's first statement, for every event."""
+    row = await hot.fetchrow(conn, _LOCK_WITH_CARD, conversation_id, card_id)
+    return None if row is None else hot.Fields(row)
+
+
+_LOCK_WITH_CARD = (
+    f"SELECT c.id, c.organization_id, k.status AS card_status FROM {SCHEMA}.conversations c "  # noqa: S608
+    f"LEFT JOIN {SCHEMA}.cards k ON k.id = $2 WHERE c.id = $1 FOR UPDATE OF c"
+)
 
 
 async def claim_turn(
@@ -142,6 +173,45 @@ async def add_message(
     return row
 
 
+async def hand_back(
+    conn: AsyncConnection,
+    conversation_id: str,
+    proposal_id: str,
+    kind: str,
+    code: str,
+    params: dict[str, Any],
+    note: str | None = None,
+) -> bool:
+    """``add_message`` of an app-authored message about a proposal (and, when ``note`` is given,
+    a note with the same ``params`` for the next turn) in one statement; ``False``, writing
+    nothing, if its ``(proposal, kind)`` already exists."""
+    row = await hot.fetchrow(
+        conn,
+        _HAND_BACK,
+        new_id("msg"),
+        conversation_id,
+        code,
+        hot.json_param(params),
+        proposal_id,
+        kind,
+        note,
+    )
+    return row is not None
+
+
+#: the message, and only if it was new: its journal row, its note and the notification
+_HAND_BACK = (
+    f"WITH m AS (INSERT INTO {SCHEMA}.messages "  # noqa: S608
+    "(id, conversation_id, role, code, params, proposal_id, kind) "
+    "VALUES ($1, $2, 'app', $3, $4::jsonb, $5, $6) ON CONFLICT DO NOTHING RETURNING id), "
+    f"j AS (INSERT INTO {SCHEMA}.journal (conversation_id, kind, ref) "
+    "SELECT $2, 'message', m.id FROM m), "
+    f"n AS (INSERT INTO {SCHEMA}.notes (conversation_id, proposal_id, code, params) "
+    "SELECT $2, $5, $7::text, $4::jsonb FROM m WHERE $7::text IS NOT NULL) "
+    f"SELECT m.id, pg_notify('{CHANNEL}', $2) FROM m"
+)
+
+
 async def handed_back(
     conn: AsyncConnection,
     kind: str,
@@ -187,17 +257,35 @@ async def upsert_card(
     **extra: Any,
 ) -> None:
     """Record a card's latest status; ``keep_existing`` only adds a card not yet known (a turn
-    must not set back a status an event already moved on)."""
-    values = {"status": status, "updated_at": func.now(), **extra}
-    statement = insert(cards).values(
-        id=card_id, conversation_id=conversation_id, type=type_, **values
+    must not set back a status an event already moved on). With its journal row and
+    notification, in one statement."""
+    names = tuple(sorted(extra))
+    sql = _card_sql(names, keep_existing)
+    await hot.execute(
+        conn, sql, card_id, conversation_id, type_, status, *(extra[n] for n in names)
     )
-    if keep_existing:
-        statement = statement.on_conflict_do_nothing(index_elements=[cards.c.id])
-    else:
-        statement = statement.on_conflict_do_update(index_elements=[cards.c.id], set_=values)
-    await conn.execute(statement)
-    await append_journal(conn, conversation_id, "card", card_id)
+
+
+#: what ``upsert_card`` may set besides the status
+_CARD_EXTRA = frozenset({"operation_kind", "replaced_by", "replaces"})
+
+
+@cache
+def _card_sql(names: tuple[str, ...], keep_existing: bool) -> str:
+    """``upsert_card``'s statement for the extra columns ``names`` (sorted)."""
+    unknown = set(names) - _CARD_EXTRA
+    if unknown:
+        raise TypeError(f"upsert_card: not a card column: {', '.join(sorted(unknown))}")
+    columns = ", ".join(("id", "conversation_id", "type", "status", *names, "updated_at"))
+    values = ", ".join([*(f"${i}" for i in range(1, 5 + len(names))), "now()"])
+    changed = ", ".join(f"{c} = EXCLUDED.{c}" for c in ("status", *names, "updated_at"))
+    conflict = "DO NOTHING" if keep_existing else f"DO UPDATE SET {changed}"
+    return (
+        f"WITH c AS (INSERT INTO {SCHEMA}.cards ({columns}) VALUES ({values}) "  # noqa: S608
+        f"ON CONFLICT (id) {conflict}), "
+        f"j AS (INSERT INTO {SCHEMA}.journal (conversation_id, kind, ref) VALUES ($2, 'card', $1)) "
+        f"SELECT pg_notify('{CHANNEL}', $2)"
+    )
 
 
 async def card(conn: AsyncConnection, card_id: str) -> Row[Any] | None:
@@ -207,16 +295,6 @@ async def card(conn: AsyncConnection, card_id: str) -> Row[Any] | None:
 async def cards_of(conn: AsyncConnection, conversation_id: str) -> Sequence[Row[Any]]:
     query = select(cards).where(cards.c.conversation_id == conversation_id)
     return (await conn.execute(query.order_by(cards.c.updated_at))).all()
-
-
-async def add_note(
-    conn: AsyncConnection, conversation_id: str, proposal_id: str, code: str, params: Any
-) -> None:
-    await conn.execute(
-        notes.insert().values(
-            conversation_id=conversation_id, proposal_id=proposal_id, code=code, params=params
-        )
-    )
 
 
 async def open_notes(conn: AsyncConnection, conversation_id: str, limit: int) -> Sequence[Row[Any]]:
@@ -239,10 +317,13 @@ async def consume_notes(conn: AsyncConnection, note_ids: Sequence[int], turn_id:
 
 
 async def append_journal(conn: AsyncConnection, conversation_id: str, kind: str, ref: str) -> None:
-    await conn.execute(journal.insert().values(conversation_id=conversation_id, kind=kind, ref=ref))
-    await conn.execute(
-        text("SELECT pg_notify(:channel, :cid)"), {"channel": CHANNEL, "cid": conversation_id}
-    )
+    await hot.execute(conn, _JOURNAL, conversation_id, kind, ref)
+
+
+_JOURNAL = (
+    f"WITH j AS (INSERT INTO {SCHEMA}.journal (conversation_id, kind, ref) "  # noqa: S608
+    f"VALUES ($1, $2, $3)) SELECT pg_notify('{CHANNEL}', $1)"
+)
 
 
 async def journal_after(

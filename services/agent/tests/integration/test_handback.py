@@ -22,13 +22,16 @@ from agent_testkit import (
     view_of,
 )
 from faststream.rabbit import RabbitBroker
+from signoff_agent import handback, repository
 from signoff_contracts.outcomes import RevisionRequired, Succeeded
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v1 import PausePointResolved, ProposalEvent
 from signoff_runtime.settings import AuthSettings, broker_user
 from signoff_runtime.testing import wait_until
+from signoff_runtime.testing.statements import statements
 from signoff_runtime.tokens import AGENT_AUDIENCE, verify_token
 from signoff_runtime.topology import Topology
+from signoff_runtime.unit_of_work import unit_of_work
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -507,3 +510,63 @@ async def test_an_assistant_declared_team_answerable_says_so_on_its_pause_points
     )
     [asked] = proposals.pauses
     assert asked.answerable_by == "team" and asked.turn_id is not None
+
+
+async def test_an_outcome_is_handed_back_in_three_statements_and_a_repeat_writes_no_message(
+    agent: httpx.AsyncClient,
+    club: dict[str, Any],
+    model: FakeModel,
+    proposals: FakeProposals,
+    engine: AsyncEngine,
+) -> None:
+    """A performance budget (docs/benchmarks.md): the conversation locked with the card's
+    status, the card with its journal row, the message with its journal row and its note — each
+    one hot statement, none through SQLAlchemy Core. A second copy of the outcome (a new message
+    id, past the inbox) writes no second message or note."""
+    conversation, stored = await _proposed(agent, club, model, proposals)
+    outcome = Succeeded(result={"refund_id": "rfd_9", "amount_cents": 100})
+    view = changed(view_of(stored), status="succeeded", outcome=outcome)
+    event = ProposalEvent(event="outcome", proposal=view, source="proposals")
+
+    async def journal() -> list[tuple[str, str]]:
+        sql = "SELECT kind, ref FROM agent.journal WHERE conversation_id = :c ORDER BY seq"
+        async with engine.connect() as conn:
+            return [(r.kind, r.ref) for r in await conn.execute(text(sql), {"c": conversation})]
+
+    before = await journal()
+    for expected in (True, False):
+        with statements(engine) as (core, hot):
+            async with unit_of_work(engine) as tx:
+                assert await handback.apply(tx.conn, event) is expected
+        assert not core and len(hot) == 3, (core, hot)
+
+    after = await journal()
+    async with engine.connect() as conn:
+        [message_id] = (
+            await conn.execute(
+                text("SELECT id FROM agent.messages WHERE proposal_id = :p AND kind = :k"),
+                {"p": stored.proposal_id, "k": "outcome:succeeded"},
+            )
+        ).scalars()
+        notes = (
+            await conn.execute(
+                text("SELECT code, params FROM agent.notes WHERE proposal_id = :p"),
+                {"p": stored.proposal_id},
+            )
+        ).all()
+        status = await conn.scalar(
+            text("SELECT status FROM agent.cards WHERE id = :p"), {"p": stored.proposal_id}
+        )
+    assert status == "succeeded"
+    assert [(n.code, n.params["result"]) for n in notes] == [("succeeded", outcome.result)]
+    # each write's journal row: the card twice (the repeat re-states it), the message once
+    assert after[len(before) :] == [
+        ("card", stored.proposal_id),
+        ("message", message_id),
+        ("card", stored.proposal_id),
+    ]
+
+
+def test_a_card_column_that_does_not_exist_is_refused() -> None:
+    with pytest.raises(TypeError, match="colour"):
+        repository._card_sql(("colour",), False)

@@ -8,9 +8,7 @@ out of ``pending`` does not happen once the proposal has lapsed, expiry not befo
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -29,10 +27,10 @@ from signoff_proposals.intake import store as intake
 from signoff_proposals.lifecycle import domain, transitions
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.outcomes import recording
+from signoff_runtime.testing.statements import statements
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.unit_of_work import unit_of_work
-from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import text
 
 pytestmark = pytest.mark.integration
 S = ProposalStatus
@@ -218,42 +216,6 @@ async def test_creation_is_audited_and_announced(ctx):
     assert event.routing_key == "proposal.created"
 
 
-@contextlib.contextmanager
-def _statements(engine: AsyncEngine) -> Iterator[tuple[list[str], list[str]]]:
-    """The SQL statements sent on ``engine`` inside the block (each one round trip): those
-    SQLAlchemy runs, and those run on its connections' asyncpg connection directly
-    (``signoff_runtime.hot``, seen by asyncpg's query logger; its BEGIN and COMMIT are the
-    transaction's, which SQLAlchemy's count leaves out too) — the two apart."""
-    core: list[str] = []
-    hot: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        core.append(statement)
-
-    def logged(record: Any) -> None:
-        if not record.query.startswith(("BEGIN", "COMMIT", "ROLLBACK")):
-            hot.append(record.query)
-
-    def checkout(dbapi_conn: Any, *_: Any) -> None:
-        dbapi_conn.driver_connection.add_query_logger(logged)
-
-    def checkin(dbapi_conn: Any, *_: Any) -> None:
-        dbapi_conn.driver_connection.remove_query_logger(logged)
-
-    listeners: list[tuple[Any, str, Callable[..., Any]]] = [
-        (engine.sync_engine, "before_cursor_execute", count),
-        (engine.sync_engine.pool, "checkout", checkout),
-        (engine.sync_engine.pool, "checkin", checkin),
-    ]
-    for target, name, fn in listeners:
-        event.listen(target, name, fn)
-    try:
-        yield core, hot
-    finally:
-        for target, name, fn in listeners:
-            event.remove(target, name, fn)
-
-
 async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):
     """Round trips on the hot paths: a claim is the command's inbox row and its stored reply,
     the proposal (read with the lock the quorum step needs), the membership, the approval
@@ -275,7 +237,7 @@ async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):
     approver = issue_token(ctx.settings.auth, await enrol(ctx.engine, org), org)
 
     command = ApproveProposal(token=approver, proposal_id=pid)
-    with _statements(ctx.engine) as (core, hot):
+    with statements(ctx.engine) as (core, hot):
         async with unit_of_work(ctx.engine) as tx:
             assert (await commands.decided(ctx, tx, command)).result == "claimed"
     assert len(core + hot) == 2 + 4 + 1, core + hot
@@ -293,6 +255,6 @@ async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):
         outcome=Succeeded(result={}),
         correlation_id=pid,
     )
-    with _statements(ctx.engine) as (core, hot):
+    with statements(ctx.engine) as (core, hot):
         assert await recording.record(ctx, report)
     assert len(core + hot) == 3 and not core, (core, hot)

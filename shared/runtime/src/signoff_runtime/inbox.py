@@ -45,15 +45,14 @@ async def first_deliveries(
     conn: AsyncConnection, table: Table, message_ids: Sequence[str]
 ) -> set[str]:
     """Record each of ``message_ids`` (one statement, for a batch); the ones recorded now — the
-    others were already recorded (duplicates)."""
-    rows = await conn.execute(
-        text(
-            f"INSERT INTO {table.schema}.inbox (message_id) "
-            "SELECT unnest(CAST(:mids AS text[])) ON CONFLICT DO NOTHING RETURNING message_id"
-        ),
-        {"mids": list(dict.fromkeys(message_ids))},
+    others were already recorded (duplicates). Fixed SQL run by asyncpg, as ``first_delivery``:
+    the agent runs it for every batch of events."""
+    sql = (
+        f"INSERT INTO {table.schema}.inbox (message_id) "
+        "SELECT unnest($1::text[]) ON CONFLICT DO NOTHING RETURNING message_id"
     )
-    return {row.message_id for row in rows}
+    rows = await hot.fetch(conn, sql, list(dict.fromkeys(message_ids)))
+    return {row["message_id"] for row in rows}
 
 
 async def stored_result(conn: AsyncConnection, table: Table, message_id: str) -> Any:
