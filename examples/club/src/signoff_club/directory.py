@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 from signoff_contracts.operations import Membership
 from signoff_contracts.roster import Contact
+from signoff_runtime import hot
 from sqlalchemy import Row, Select, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -49,19 +50,23 @@ def _membership(row: Row[Any]) -> Membership:
     return Membership.model_validate(dict(row._mapping))
 
 
+#: ``_query`` for one person in one club, as fixed SQL: ``membership`` runs on every approval and
+#: every execution (the roles are re-checked there), so it is a hot statement
+#: (``signoff_runtime.hot``, prepared once per connection), not SQLAlchemy Core built per call
+_ONE = (
+    "SELECT m.user_id, m.organization_id, m.role, u.display_name, u.locale "  # noqa: S608
+    f"FROM {t.memberships.fullname} m JOIN {t.users.fullname} u ON u.id = m.user_id "
+    f"JOIN {t.organizations.fullname} o ON o.id = m.organization_id "
+    "WHERE m.user_id = $1 AND m.organization_id = $2"
+)
+
+
 class ClubDirectory:
     async def membership(
         self, conn: AsyncConnection, user_id: str, organization_id: str
     ) -> Membership | None:
-        row = (
-            await conn.execute(
-                _query().where(
-                    t.memberships.c.user_id == user_id,
-                    t.memberships.c.organization_id == organization_id,
-                )
-            )
-        ).first()
-        return None if row is None else _membership(row)
+        row = await hot.fetchrow(conn, _ONE, user_id, organization_id)
+        return None if row is None else Membership.model_validate(dict(row.items()))
 
     async def memberships(self, conn: AsyncConnection, user_id: str) -> list[Membership]:
         """Every club of the person named by id (``usr_…``) or by e-mail address.
