@@ -20,7 +20,7 @@ both locales, checks and SQL side by side, as every operation of the club is wri
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from signoff_contracts.operations import (
@@ -35,12 +35,10 @@ from signoff_contracts.operations import (
     Scope,
 )
 from signoff_contracts.reasons import Reason
-from sqlalchemy import ARRAY, ScalarSelect, Text, func, literal, select, text, update
-from sqlalchemy.dialects.postgresql import aggregate_order_by
+from signoff_runtime import hot
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_club import tables as t
-from signoff_club.read_model import audience_query
 
 SegmentId = Annotated[str, StringConstraints(min_length=1, max_length=72)]
 
@@ -240,28 +238,17 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
         """One UPDATE, the segments' filters copied in by a subquery; only when it matches
         nothing (the form already holds this proposal's draft, or it vanished) one more
         statement reads the form."""
-        b = t.broadcast_forms
-        applied = (
-            await conn.execute(
-                update(b)
-                .where(
-                    b.c.id == scope.resource_id,
-                    b.c.organization_id == scope.organization_id,
-                    b.c.applied_proposal_id.is_distinct_from(ctx.proposal_id),
-                )
-                .values(
-                    subject=arguments.subject,
-                    body=arguments.body,
-                    segment_ids=list(arguments.segment_ids),
-                    filters=_filters(scope.organization_id, arguments.segment_ids),
-                    audience_count=arguments.audience_count,
-                    applied_proposal_id=ctx.proposal_id,
-                    revision=b.c.revision + 1,
-                    updated_at=func.now(),
-                )
-                .returning(b.c.id, b.c.name, func.jsonb_array_length(b.c.filters).label("copied"))
-            )
-        ).first()
+        applied = await hot.fetchrow(
+            conn,
+            _APPLY,
+            scope.resource_id,
+            scope.organization_id,
+            arguments.subject,
+            arguments.body,
+            list(arguments.segment_ids),
+            arguments.audience_count,
+            ctx.proposal_id,
+        )
         if applied is None:
             form = await _form(conn, scope, lock=True)
             if form is None:
@@ -273,12 +260,12 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
                 subject=form.subject,
                 rechecked=RECHECKED,
             )
-        if applied.copied != len(arguments.segment_ids):  # raising rolls the UPDATE back
-            raise LookupError(f"a segment of broadcast {applied.id} vanished after revalidation")
+        if applied["copied"] != len(arguments.segment_ids):  # raising rolls the UPDATE back
+            raise LookupError(f"a segment of broadcast {applied['id']} vanished after revalidation")
         return DraftResult(
-            broadcast_id=applied.id,
+            broadcast_id=applied["id"],
             audience_count=arguments.audience_count,
-            broadcast_name=applied.name,
+            broadcast_name=applied["name"],
             subject=arguments.subject,
             rechecked=RECHECKED,
         )
@@ -306,12 +293,45 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
         )
 
 
-async def _form(conn: AsyncConnection, scope: Scope, *, lock: bool) -> Any:
-    b = t.broadcast_forms
-    query = select(b).where(
-        b.c.id == scope.resource_id, b.c.organization_id == scope.organization_id
-    )
-    return (await conn.execute(query.with_for_update() if lock else query)).first()
+# The statements are hot ones (``signoff_runtime.hot``: fixed SQL, prepared once per connection)
+# rather than SQLAlchemy Core built on every call: an approved draft runs three of them in the
+# executor's transaction, and Core's per-statement work was most of the executor's CPU per
+# contract (docs/benchmarks.md). A segment list is one array parameter, so each text is one
+# prepared statement whatever the number of segments.
+_B, _S, _M = t.broadcast_forms.fullname, t.segments.fullname, t.segment_members.fullname
+
+_FORM = (
+    f"SELECT id, name, subject, audience_count, revision FROM {_B} "  # noqa: S608
+    "WHERE id = $1 AND organization_id = $2"
+)
+
+#: the segments' names and (not correlated: over all of them) their distinct audience
+_SEGMENTS = (
+    "SELECT s.id, s.name, (SELECT count(DISTINCT m.participant_id) "  # noqa: S608
+    f"FROM {_M} m JOIN {_S} a ON a.id = m.segment_id "
+    "WHERE a.organization_id = $1 AND a.id = ANY($2::text[])) AS audience "
+    f"FROM {_S} s WHERE s.organization_id = $1 AND s.id = ANY($2::text[])"
+)
+
+#: the draft into the form, with the segments' ``{segment_id, name, filter}`` as a JSON array in
+#: the order given (a segment no longer there is missing from it: ``copied`` tells)
+_APPLY = (
+    f"UPDATE {_B} b SET subject = $3, body = $4, segment_ids = $5::text[], "  # noqa: S608
+    "filters = (SELECT coalesce(jsonb_agg(jsonb_build_object("
+    "'segment_id', s.id, 'name', s.name, 'filter', s.filter) "
+    f"ORDER BY array_position($5::text[], s.id)), '[]'::jsonb) FROM {_S} s "
+    "WHERE s.organization_id = $2 AND s.id = ANY($5::text[])), "
+    "audience_count = $6, applied_proposal_id = $7, revision = b.revision + 1, "
+    "updated_at = now() "
+    "WHERE b.id = $1 AND b.organization_id = $2 AND b.applied_proposal_id IS DISTINCT FROM $7 "
+    "RETURNING b.id, b.name, jsonb_array_length(b.filters) AS copied"
+)
+
+
+async def _form(conn: AsyncConnection, scope: Scope, *, lock: bool) -> hot.Fields | None:
+    sql = _FORM + " FOR UPDATE" if lock else _FORM
+    row = await hot.fetchrow(conn, sql, scope.resource_id, scope.organization_id)
+    return None if row is None else hot.Fields(row)
 
 
 async def _segments(
@@ -319,35 +339,9 @@ async def _segments(
 ) -> tuple[tuple[str, ...], int] | Reason:
     """The segments' names in the order given and their audience (``count_audience``), in one
     statement; or the first id not in the organization."""
-    s = t.segments
-    # not correlated: the count is over all the segments, not the row's own
-    audience = audience_query(organization_id, segment_ids).correlate(None).scalar_subquery()
-    rows = (
-        await conn.execute(
-            select(s.c.id, s.c.name, audience.label("audience")).where(
-                s.c.organization_id == organization_id, s.c.id.in_(list(segment_ids))
-            )
-        )
-    ).all()
-    names = {r.id: r.name for r in rows}
+    rows = await hot.fetch(conn, _SEGMENTS, organization_id, list(segment_ids))
+    names = {r["id"]: r["name"] for r in rows}
     missing = [sid for sid in segment_ids if sid not in names]
     if missing:
         return Reason(code="segment_not_found", params={"segment_id": missing[0]})
-    return tuple(names[sid] for sid in segment_ids), int(rows[0].audience)
-
-
-def _filters(organization_id: str, segment_ids: Sequence[str]) -> ScalarSelect[Any]:
-    """The segments' ``{segment_id, name, filter}`` as a JSON array in the order given (a
-    subquery of ``execute``'s UPDATE); a segment no longer there is missing from it."""
-    s = t.segments
-    ordered = list(segment_ids)
-    entry = func.jsonb_build_object("segment_id", s.c.id, "name", s.c.name, "filter", s.c.filter)
-    position = func.array_position(literal(ordered, ARRAY(Text)), s.c.id)
-    return (
-        select(func.coalesce(func.jsonb_agg(aggregate_order_by(entry, position)), _EMPTY))
-        .where(s.c.organization_id == organization_id, s.c.id.in_(ordered))
-        .scalar_subquery()
-    )
-
-
-_EMPTY = text("'[]'::jsonb")
+    return tuple(names[sid] for sid in segment_ids), int(rows[0]["audience"])
