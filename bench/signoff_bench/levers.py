@@ -40,7 +40,9 @@ def line(ref: str, found: Batch) -> str:
     return (
         f"{ref} C={found.concurrency} {found.throughput:.1f}/s "
         f"p99={found.latency_ms['p99']:.0f}ms python_cpu={python:.1f}ms "
-        f"postgres={cpu.get('postgres', 0.0):.1f}ms busy={found.machine_utilisation:.0%}"
+        f"postgres={cpu.get('postgres', 0.0):.1f}ms busy={found.machine_utilisation:.0%} "
+        f"(proposals {cpu.get('proposals', 0.0):.1f}, executor {cpu.get('executor', 0.0):.1f}, "
+        f"agent {cpu.get('agent', 0.0):.1f})"
     )
 
 
