@@ -21,7 +21,7 @@ from prometheus_client import start_http_server
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from signoff_runtime import failover, logs, tracing
+from signoff_runtime import collector, failover, logs, tracing
 from signoff_runtime.db import create_engine
 from signoff_runtime.senders import Senders
 from signoff_runtime.settings import ServiceSettings
@@ -88,6 +88,8 @@ class Runtime:
         await self.broker.start()
         scrape = self._serve_metrics()
         tasks = [asyncio.create_task(_forever(self.name, loop)) for loop in self.loops]
+        # what the start made lives as long as the process: out of the collector's way
+        collector.settle()
         log.info("service.started", name=self.name)
         try:
             yield
