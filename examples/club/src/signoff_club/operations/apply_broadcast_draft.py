@@ -304,6 +304,7 @@ _FORM = (
     f"SELECT id, name, subject, audience_count, revision FROM {_B} "  # noqa: S608
     "WHERE id = $1 AND organization_id = $2"
 )
+_FORM_LOCKED = _FORM + " FOR UPDATE"
 
 #: the segments' names and (not correlated: over all of them) their distinct audience
 _SEGMENTS = (
@@ -329,7 +330,7 @@ _APPLY = (
 
 
 async def _form(conn: AsyncConnection, scope: Scope, *, lock: bool) -> hot.Fields | None:
-    sql = _FORM + " FOR UPDATE" if lock else _FORM
+    sql = _FORM_LOCKED if lock else _FORM
     row = await hot.fetchrow(conn, sql, scope.resource_id, scope.organization_id)
     return None if row is None else hot.Fields(row)
 
