@@ -149,6 +149,59 @@ def test_during_a_rotation_the_old_and_the_new_key_both_verify() -> None:
             verify_token(settings, token, audience=AGENT_AUDIENCE)
 
 
+def test_a_verified_token_is_remembered_only_while_its_key_is_trusted_and_it_is_unexpired(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from signoff_runtime import tokens
+
+    issuer, public = _pair("2026-09")
+    token = issue_token(issuer, "usr_7", "org_7", ttl_s=60)
+    trusting = AuthSettings(public_keys={"2026-09": public})
+    decoded: list[str] = []
+    real_decode = jwt.decode
+
+    def counted(found: str, *args: Any, **kwargs: Any) -> Any:
+        decoded.append(found)
+        return real_decode(found, *args, **kwargs)
+
+    monkeypatch.setattr(jwt, "decode", counted)
+
+    for _ in range(3):
+        assert verify_token(trusting, token, audience=PROPOSALS_AUDIENCE).sub == "usr_7"
+    assert decoded == [token], "verified once, then remembered"
+
+    # another audience is its own question: this one still holds, the agent's is checked in full
+    assert verify_token(trusting, token, audience=AGENT_AUDIENCE).org == "org_7"
+    assert len(decoded) == 2
+
+    # the key rotated out: the remembered token is refused at once, not when it expires
+    rotated = AuthSettings(public_keys={"2026-10": _pair("2026-10")[1]})
+    with pytest.raises(TokenInvalid):
+        verify_token(rotated, token, audience=PROPOSALS_AUDIENCE)
+    # the same kid now names another key: refused too
+    replaced = AuthSettings(public_keys={"2026-09": _pair("2026-09")[1]})
+    with pytest.raises(TokenInvalid):
+        verify_token(replaced, token, audience=PROPOSALS_AUDIENCE)
+
+    # at its expiry, memory no longer answers: the token goes through the full check again
+    # (which refuses an expired token: ``REFUSED["expired"]``)
+    expiry = verify_token(trusting, token, audience=PROPOSALS_AUDIENCE).exp
+    monkeypatch.setattr(tokens, "_now", lambda: float(expiry - 1))
+    checked = len(decoded)
+    verify_token(trusting, token, audience=PROPOSALS_AUDIENCE)
+    assert len(decoded) == checked, "a second before its expiry, still remembered"
+    monkeypatch.setattr(tokens, "_now", lambda: float(expiry))
+    verify_token(trusting, token, audience=PROPOSALS_AUDIENCE)  # PyJWT's clock: not yet expired
+    assert len(decoded) == checked + 1
+
+
+def test_a_refused_token_is_never_remembered() -> None:
+    forged = REFUSED["other-key-trusted-kid"]
+    for _ in range(2):
+        with pytest.raises(TokenInvalid):
+            verify_token(LOCAL, forged, audience=PROPOSALS_AUDIENCE)
+
+
 def test_a_services_configuration_cannot_sign(monkeypatch: pytest.MonkeyPatch) -> None:
     """Even handed the issuer's private key by mistake, a service's settings do not read it."""
     issuer, public = _pair("k1")

@@ -14,12 +14,22 @@ With ``SIGNOFF_AUTH__JWKS_URL`` set, tokens come from an external OpenID Connect
 its key is looked up by ``kid`` in the issuer's key set (``jwks``, fetched asynchronously with
 negative caching) and only the configured asymmetric algorithms are accepted. Errors say *that*
 a token is bad, never why in a way that leaks a key; the token itself is never logged.
+
+A token once verified is remembered (``_Verified``): a person presents the same token on every
+request, and an approval checks it twice (the rate limit keys on its subject, then the route).
+A remembered token is accepted again only while what could have changed since still holds: the
+key that verified it is still the one trusted under its ``kid`` (a rotation or a JWKS refresh
+that drops the key refuses the token at once), and it has not expired. The signature,
+algorithm, audience, issuer and required claims are facts of the token's bytes and the
+service's settings, both part of what is remembered; a token that failed is never remembered.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 import jwt
@@ -141,6 +151,73 @@ def _jwks(settings: AuthSettings) -> jwks.JwksCache:
     )
 
 
+def _trusted_key(settings: AuthSettings, kid: str) -> Any:
+    """The key trusted under ``kid`` now, from memory (never I/O), or ``None``."""
+    if settings.jwks_url:
+        found = _jwks(settings).cached(kid)
+        return None if found is None else found.key
+    text = settings.public_keys.get(kid)
+    return None if text is None else _public(text)
+
+
+class _Verified:
+    """Tokens verified lately (module docstring), at most ``SIZE``, the oldest use dropped first.
+
+    Keyed by the token with everything its verification depended on besides the key: the
+    audience asked for and the settings that judge the claims. The entry keeps the key object
+    itself, so a key that is no longer trusted (or was replaced by an equal-looking new object
+    after a refresh) cannot match: the token is then verified in full again."""
+
+    SIZE = 1024
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[Any, ...], tuple[Claims, str, Any]] = OrderedDict()
+        self._lock = threading.Lock()  # the web verifies from worker threads too
+
+    @staticmethod
+    def _key(settings: AuthSettings, token: str, audience: str) -> tuple[Any, ...]:
+        return (
+            token,
+            audience,
+            settings.issuer,
+            settings.org_claim,
+            settings.jwks_url,
+            settings._accept_any_audience,
+        )
+
+    def get(self, settings: AuthSettings, token: str, audience: str) -> Claims | None:
+        key = self._key(settings, token, audience)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+        if entry is None:
+            return None
+        claims, kid, verified_with = entry
+        if _trusted_key(settings, kid) is not verified_with or claims.exp <= _now():
+            with self._lock:
+                self._entries.pop(key, None)
+            return None
+        return claims
+
+    def put(
+        self, settings: AuthSettings, token: str, audience: str, found: tuple[Claims, str, Any]
+    ) -> None:
+        with self._lock:
+            self._entries[self._key(settings, token, audience)] = found
+            while len(self._entries) > self.SIZE:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_verified = _Verified()
+#: the clock a remembered token's expiry is compared with (PyJWT's own: expired once ``exp`` ≤ now)
+_now = time.time
+
+
 def verify_token(settings: AuthSettings, token: str | None, *, audience: str) -> Claims:
     """The token's claims if it is valid for ``audience``; never does I/O.
 
@@ -149,26 +226,28 @@ def verify_token(settings: AuthSettings, token: str | None, *, audience: str) ->
     """
     if not token:
         raise TokenInvalid("missing token")
+    remembered = _verified.get(settings, token, audience)
+    if remembered is not None:
+        return remembered
     try:
-        if settings.jwks_url:
-            algorithms = _external_algorithms(settings)
-            found = _jwks(settings).cached(_header(token, algorithms))
-            if found is None:
+        algorithms = _external_algorithms(settings) if settings.jwks_url else [ALGORITHM]
+        kid = _header(token, algorithms)
+        key = _trusted_key(settings, kid)
+        if key is None:
+            if settings.jwks_url:
                 _jwks(settings).refresh_soon()
-                raise TokenInvalid("unknown key id")
-            return _decode(settings, token, found.key, algorithms, audience)
-        kid = _header(token, [ALGORITHM])
-        if kid not in settings.public_keys:
             raise TokenInvalid("unknown key id")
-        return _decode(settings, token, _public(settings.public_keys[kid]), [ALGORITHM], audience)
+        claims = _decode(settings, token, key, algorithms, audience)
     except jwt.PyJWTError as exc:
         raise TokenInvalid(type(exc).__name__) from None
+    _verified.put(settings, token, audience, (claims, kid, key))
+    return claims
 
 
 async def verify_token_async(settings: AuthSettings, token: str | None, *, audience: str) -> Claims:
     """``verify_token``, first fetching an external issuer's key set if the ``kid`` is new to it
     (asynchronously, shared with concurrent callers, not again within ``jwks_miss_s``)."""
-    if token and settings.jwks_url:
+    if token and settings.jwks_url and _verified.get(settings, token, audience) is None:
         try:
             kid = _header(token, _external_algorithms(settings))
         except jwt.PyJWTError as exc:
