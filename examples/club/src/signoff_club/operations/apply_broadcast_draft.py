@@ -182,10 +182,10 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
     async def resolve(
         self, request: DraftRequest, scope: Scope, conn: AsyncConnection
     ) -> Resolved[DraftArguments, DraftPreview]:
-        form = await _form(conn, scope, lock=False)
+        form = await _checked(conn, scope, request.segment_ids, lock=False)
         if form is None:
             raise Rejected("broadcast_not_found")
-        found = await _segments(conn, scope.organization_id, request.segment_ids)
+        found = _segments(form, request.segment_ids)
         if isinstance(found, Reason):
             raise Rejected(found.code, **found.params)
         names, audience = found
@@ -212,16 +212,17 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
     async def revalidate(
         self, arguments: DraftArguments, scope: Scope, conn: AsyncConnection
     ) -> Reason | None:
-        """Lock the form, then recount: two statements, the form's lock (the transaction's only
-        one: ``execute``'s UPDATE finds it held) and the segments with their audience. The count
-        is exact as of that second statement, taken once the lock is held; members joining
-        after it are the sender's to see in the form — nothing is sent here."""
-        form = await _form(conn, scope, lock=True)
+        """Lock the form and recount, in one statement (``_CHECK_LOCKED``): the form's lock is
+        the transaction's only one (``execute``'s UPDATE finds it held), and the form's revision
+        is read from its newest version once the lock is held. The audience is counted as of
+        the statement's start: members joining after it are the sender's to see in the form —
+        nothing is sent here, and the form's lock never covered the segments' members."""
+        form = await _checked(conn, scope, arguments.segment_ids, lock=True)
         if form is None or arguments.broadcast_id != scope.resource_id:
             return Reason(code="broadcast_not_found")
         if form.revision != arguments.form_revision:
             return Reason(code="broadcast_changed")
-        found = await _segments(conn, scope.organization_id, arguments.segment_ids)
+        found = _segments(form, arguments.segment_ids)
         if isinstance(found, Reason):
             return found
         _, current = found
@@ -250,7 +251,7 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
             ctx.proposal_id,
         )
         if applied is None:
-            form = await _form(conn, scope, lock=True)
+            form = await _form(conn, scope)
             if form is None:
                 raise LookupError(f"broadcast {scope.resource_id} vanished after revalidation")
             return DraftResult(
@@ -294,25 +295,29 @@ class ApplyBroadcastDraft(LocalOperation[DraftRequest, DraftArguments, DraftPrev
 
 
 # The statements are hot ones (``signoff_runtime.hot``: fixed SQL, prepared once per connection)
-# rather than SQLAlchemy Core built on every call: an approved draft runs three of them in the
-# executor's transaction, and Core's per-statement work was most of the executor's CPU per
-# contract (docs/benchmarks.md). A segment list is one array parameter, so each text is one
-# prepared statement whatever the number of segments.
+# rather than SQLAlchemy Core built on every call: an approved draft runs two of them in the
+# executor's transaction (the check, the UPDATE), and Core's per-statement work was most of the
+# executor's CPU per contract (docs/benchmarks.md). A segment list is one array parameter, so
+# each text is one prepared statement whatever the number of segments.
 _B, _S, _M = t.broadcast_forms.fullname, t.segments.fullname, t.segment_members.fullname
 
-_FORM = (
+#: the form, locked: what ``execute`` answers with when its UPDATE found the draft applied
+_FORM_LOCKED = (
     f"SELECT id, name, subject, audience_count, revision FROM {_B} "  # noqa: S608
-    "WHERE id = $1 AND organization_id = $2"
+    "WHERE id = $1 AND organization_id = $2 FOR UPDATE"
 )
-_FORM_LOCKED = _FORM + " FOR UPDATE"
 
-#: the segments' names and (not correlated: over all of them) their distinct audience
-_SEGMENTS = (
-    "SELECT s.id, s.name, (SELECT count(DISTINCT m.participant_id) "  # noqa: S608
-    f"FROM {_M} m JOIN {_S} a ON a.id = m.segment_id "
-    "WHERE a.organization_id = $1 AND a.id = ANY($2::text[])) AS audience "
-    f"FROM {_S} s WHERE s.organization_id = $1 AND s.id = ANY($2::text[])"
+#: the form (``$1``, ``$2``) with the segments' (``$3``) names by id and, over all of them, their
+#: distinct audience: what resolving and revalidating a draft read, in one round trip
+_CHECK = (
+    "SELECT b.id, b.name, b.revision, "  # noqa: S608
+    f"(SELECT jsonb_object_agg(s.id, s.name) FROM {_S} s "
+    "WHERE s.organization_id = $2 AND s.id = ANY($3::text[])) AS segment_names, "
+    f"(SELECT count(DISTINCT m.participant_id) FROM {_M} m JOIN {_S} a ON a.id = m.segment_id "
+    "WHERE a.organization_id = $2 AND a.id = ANY($3::text[])) AS audience "
+    f"FROM {_B} b WHERE b.id = $1 AND b.organization_id = $2"
 )
+_CHECK_LOCKED = _CHECK + " FOR UPDATE OF b"
 
 #: the draft into the form, with the segments' ``{segment_id, name, filter}`` as a JSON array in
 #: the order given (a segment no longer there is missing from it: ``copied`` tells)
@@ -329,20 +334,25 @@ _APPLY = (
 )
 
 
-async def _form(conn: AsyncConnection, scope: Scope, *, lock: bool) -> hot.Fields | None:
-    sql = _FORM_LOCKED if lock else _FORM
-    row = await hot.fetchrow(conn, sql, scope.resource_id, scope.organization_id)
+async def _form(conn: AsyncConnection, scope: Scope) -> hot.Fields | None:
+    row = await hot.fetchrow(conn, _FORM_LOCKED, scope.resource_id, scope.organization_id)
     return None if row is None else hot.Fields(row)
 
 
-async def _segments(
-    conn: AsyncConnection, organization_id: str, segment_ids: Sequence[str]
-) -> tuple[tuple[str, ...], int] | Reason:
-    """The segments' names in the order given and their audience (``count_audience``), in one
-    statement; or the first id not in the organization."""
-    rows = await hot.fetch(conn, _SEGMENTS, organization_id, list(segment_ids))
-    names = {r["id"]: r["name"] for r in rows}
+async def _checked(
+    conn: AsyncConnection, scope: Scope, segment_ids: Sequence[str], *, lock: bool
+) -> hot.Fields | None:
+    """The form with the segments' names and audience (``_CHECK``); ``None``: no such form."""
+    sql = _CHECK_LOCKED if lock else _CHECK
+    row = await hot.fetchrow(conn, sql, scope.resource_id, scope.organization_id, list(segment_ids))
+    return None if row is None else hot.Fields(row)
+
+
+def _segments(form: hot.Fields, segment_ids: Sequence[str]) -> tuple[tuple[str, ...], int] | Reason:
+    """The segments' names in the order given and their audience; or the first id not in the
+    organization."""
+    names: dict[str, str] = form.segment_names or {}
     missing = [sid for sid in segment_ids if sid not in names]
     if missing:
         return Reason(code="segment_not_found", params={"segment_id": missing[0]})
-    return tuple(names[sid] for sid in segment_ids), int(rows[0]["audience"])
+    return tuple(names[sid] for sid in segment_ids), int(form.audience)
