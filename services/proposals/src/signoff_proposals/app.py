@@ -103,7 +103,9 @@ def _loops(ctx: Context, runtime: Runtime) -> list[sweeps.Loop]:
         await relay.run()
 
     async def state_gauge() -> None:
-        await lifecycle_metrics.refresh_states(runtime.engine)
+        await lifecycle_metrics.refresh_states(
+            runtime.engine, totals_interval_s=ctx.settings.proposals.state_totals_interval_s
+        )
 
     notifier = notification_delivery.Notifier(runtime.engine, ctx.settings.notify)
 

@@ -20,6 +20,9 @@ class ProposalsGroup(BaseModel):
     stuck_backoff_max_s: float = Field(default=3600.0, gt=0)
     stuck_interval_s: float = Field(default=5.0, gt=0)
     stuck_batch: int = Field(default=100, ge=1, le=10_000)
+    #: how often the state gauge counts every status, settled ones included (a whole-table
+    #: ``GROUP BY``); the open statuses are counted every 5 s from their indexes
+    state_totals_interval_s: float = Field(default=300.0, gt=0)
     #: quotas on what waits for people (see ``quotas``): pending proposals per conversation and
     #: per organization, and pending pause points per conversation (the organization limit
     #: applies to pause points as well, counted separately)

@@ -96,6 +96,12 @@ Index(
     proposals.c.republish_after,
     postgresql_where=text("status = 'executing'"),
 )
+#: the state gauge's count of the third open status (``lifecycle.metrics``)
+Index(
+    "ix_proposals_needs_reconciliation",
+    proposals.c.id,
+    postgresql_where=text("status = 'needs_reconciliation'"),
+)
 
 audit = Table(
     "audit",

@@ -8,12 +8,15 @@ out of ``pending`` does not happen once the proposal has lapsed, expiry not befo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
 import pytest_asyncio
+from prometheus_client import REGISTRY
 from proposals_testkit import KIND, SECTION, enrol, proposal_request, proposer_token
 from proposals_toy import context
 from signoff_conformance.toy.domain import open_account
@@ -25,8 +28,10 @@ from signoff_proposals.context import Context
 from signoff_proposals.decisions import commands
 from signoff_proposals.intake import store as intake
 from signoff_proposals.lifecycle import domain, transitions
+from signoff_proposals.lifecycle import metrics as lifecycle_metrics
 from signoff_proposals.lifecycle import repository as repo
 from signoff_proposals.outcomes import recording
+from signoff_runtime.testing import wait_until
 from signoff_runtime.testing.statements import statements
 from signoff_runtime.tokens import issue_token
 from signoff_runtime.unit_of_work import unit_of_work
@@ -258,3 +263,68 @@ async def test_the_claim_and_the_outcome_cost_what_they_did(ctx):
     with statements(ctx.engine) as (core, hot):
         assert await recording.record(ctx, report)
     assert len(core + hot) == 3 and not core, (core, hot)
+
+
+def _gauge() -> dict[str, float]:
+    return {
+        s.value: REGISTRY.get_sample_value("signoff_proposals_in_state", {"status": s.value}) or 0.0
+        for s in S
+    }
+
+
+async def _counted(ctx: Context) -> dict[str, float]:
+    async with ctx.engine.connect() as conn:
+        rows = await conn.execute(
+            text("SELECT status, count(*) FROM proposals.proposals GROUP BY status")
+        )
+        found = {status: float(n) for status, n in rows}
+    return {s.value: found.get(s.value, 0.0) for s in S}
+
+
+async def test_the_state_gauge_counts_open_statuses_often_and_every_status_at_its_pace(ctx):
+    """The open statuses follow the table within a round; settled ones wait for the next full
+    count (``totals_interval_s``), which does not come within this test."""
+    gauge = asyncio.create_task(
+        lifecycle_metrics.refresh_states(ctx.engine, interval_s=0.05, totals_interval_s=3600)
+    )
+    try:
+        start = await _counted(ctx)
+
+        async def counted_all() -> bool | None:
+            return _gauge() == start or None
+
+        await wait_until(counted_all, what="the first, full count")
+        settles = await _proposal(ctx, S.PENDING)
+        await _proposal(ctx, S.NEEDS_RECONCILIATION)
+        async with ctx.engine.begin() as conn:
+            await conn.execute(
+                text("UPDATE proposals.proposals SET status = 'succeeded' WHERE id = :i"),
+                {"i": settles},
+            )
+        now = await _counted(ctx)
+        assert now["succeeded"] == start["succeeded"] + 1
+        assert now["needs_reconciliation"] == start["needs_reconciliation"] + 1
+
+        async def open_caught_up() -> bool | None:
+            shown = _gauge()
+            return all(shown[s.value] == now[s.value] for s in lifecycle_metrics.OPEN) or None
+
+        await wait_until(open_caught_up, what="the open statuses' counts")
+        assert _gauge()["succeeded"] == start["succeeded"], "a settled status waits for its pace"
+    finally:
+        gauge.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await gauge
+
+
+async def test_each_open_status_is_counted_from_its_partial_index(ctx):
+    """A million proposals stored cost the open counts nothing: no statement reads the table."""
+    async with ctx.engine.connect() as conn:
+        await conn.execute(text("SET LOCAL enable_seqscan = off"))
+        plan = "\n".join(
+            row[0]
+            for row in await conn.execute(text(f"EXPLAIN {lifecycle_metrics._OPEN_COUNTS.text}"))
+        )
+    assert "Seq Scan" not in plan, plan
+    for index in ("ix_proposals_pending", "ix_proposals_executing", "ix_proposals_needs_rec"):
+        assert index in plan, plan

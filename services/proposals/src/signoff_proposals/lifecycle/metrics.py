@@ -2,8 +2,13 @@
 database.
 
 Latencies come from the row the transition's ``UPDATE … RETURNING`` gave back (database clock
-on both ends), observed once the transaction committed. The state gauge is refreshed by a loop
-with one ``GROUP BY`` query, so a scrape never touches the database.
+on both ends), observed once the transaction committed. The state gauge is refreshed by a loop,
+so a scrape never touches the database, at two paces: the open statuses (``OPEN``: pending,
+executing, needs_reconciliation — what alerts and people watch) every few seconds, each count
+read from its own partial index, so it costs what is open, not what is stored; every status
+(one ``GROUP BY`` over the whole table) once in ``totals_interval_s``. Counting everything every
+five seconds read the whole table each time: 0.5 s of the database's CPU at a million proposals
+stored, a tenth of a core for a gauge (docs/benchmarks.md, session 13).
 """
 
 from __future__ import annotations
@@ -60,14 +65,39 @@ def latency(row: Stored, to: ProposalStatus) -> tuple[Histogram, dict[str, str],
     return None
 
 
-async def refresh_states(engine: AsyncEngine, interval_s: float = 5.0) -> None:
-    """Keep ``signoff_proposals_in_state`` current (every status present, zero included)."""
+#: the statuses a proposal leaves again: counted often, each from its partial index
+OPEN = (
+    ProposalStatus.PENDING,
+    ProposalStatus.EXECUTING,
+    ProposalStatus.NEEDS_RECONCILIATION,
+)
+#: one count per open status, each predicate the very one of its partial index
+_OPEN_COUNTS = text(
+    "SELECT (SELECT count(*) FROM proposals.proposals WHERE status = 'pending') AS pending, "
+    "(SELECT count(*) FROM proposals.proposals WHERE status = 'executing') AS executing, "
+    "(SELECT count(*) FROM proposals.proposals WHERE status = 'needs_reconciliation') "
+    "AS needs_reconciliation"
+)
+_ALL_COUNTS = text("SELECT status, count(*) AS n FROM proposals.proposals GROUP BY status")
+
+
+async def refresh_states(
+    engine: AsyncEngine, interval_s: float = 5.0, totals_interval_s: float = 300.0
+) -> None:
+    """Keep ``signoff_proposals_in_state`` current (every status present, zero included): the
+    open statuses every ``interval_s``, all of them every ``totals_interval_s`` (and at start)."""
+    totals_due = 0.0
+    loop = asyncio.get_running_loop()
     while True:
         async with engine.connect() as conn:
-            rows = await conn.execute(
-                text("SELECT status, count(*) AS n FROM proposals.proposals GROUP BY status")
-            )
-            counts = {row.status: row.n for row in rows}
-        for status in ProposalStatus:
+            if loop.time() >= totals_due:
+                rows = await conn.execute(_ALL_COUNTS)
+                counts = {row.status: row.n for row in rows}
+                totals_due = loop.time() + totals_interval_s
+                shown = list(ProposalStatus)
+            else:
+                counts = dict((await conn.execute(_OPEN_COUNTS)).one()._mapping)
+                shown = list(OPEN)
+        for status in shown:
             IN_STATE.labels(status=status.value).set(counts.get(status.value, 0))
         await asyncio.sleep(interval_s)
