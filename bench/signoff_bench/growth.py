@@ -147,9 +147,8 @@ class Growth:
     async def settle(self) -> None:
         """The table as a running system's is, not as a bulk load leaves it: vacuumed (hint bits
         and visibility map set) and analysed, its dirty pages written. Else the first reads after
-        a load of 900,000 rows set the hint bits themselves, and autovacuum takes the table up
-        while the next size is measured (seen: the pending list x1.52 and the sweep x1.54 at
-        1 M, in a run where they had been x0.94 and x1.15 before)."""
+        a load of 900,000 rows set the hint bits themselves, and autovacuum or a checkpoint may
+        take the table up while the size is measured."""
         await self.r.loader.execute("VACUUM (ANALYZE) proposals.proposals")
         await self.r.loader.execute("CHECKPOINT")
 
