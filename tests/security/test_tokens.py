@@ -195,13 +195,6 @@ def test_a_verified_token_is_remembered_only_while_its_key_is_trusted_and_it_is_
     assert len(decoded) == checked + 1
 
 
-def test_a_refused_token_is_never_remembered() -> None:
-    forged = REFUSED["other-key-trusted-kid"]
-    for _ in range(2):
-        with pytest.raises(TokenInvalid):
-            verify_token(LOCAL, forged, audience=PROPOSALS_AUDIENCE)
-
-
 def test_a_services_configuration_cannot_sign(monkeypatch: pytest.MonkeyPatch) -> None:
     """Even handed the issuer's private key by mistake, a service's settings do not read it."""
     issuer, public = _pair("k1")

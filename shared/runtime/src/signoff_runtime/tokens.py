@@ -208,10 +208,6 @@ class _Verified:
             while len(self._entries) > self.SIZE:
                 self._entries.popitem(last=False)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
 
 _verified = _Verified()
 #: the clock a remembered token's expiry is compared with (PyJWT's own: expired once ``exp`` ≤ now)
@@ -247,7 +243,9 @@ def verify_token(settings: AuthSettings, token: str | None, *, audience: str) ->
 async def verify_token_async(settings: AuthSettings, token: str | None, *, audience: str) -> Claims:
     """``verify_token``, first fetching an external issuer's key set if the ``kid`` is new to it
     (asynchronously, shared with concurrent callers, not again within ``jwks_miss_s``)."""
-    if token and settings.jwks_url and _verified.get(settings, token, audience) is None:
+    if token and (remembered := _verified.get(settings, token, audience)) is not None:
+        return remembered
+    if token and settings.jwks_url:
         try:
             kid = _header(token, _external_algorithms(settings))
         except jwt.PyJWTError as exc:

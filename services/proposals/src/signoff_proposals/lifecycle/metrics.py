@@ -94,10 +94,10 @@ async def refresh_states(
                 rows = await conn.execute(_ALL_COUNTS)
                 counts = {row.status: row.n for row in rows}
                 totals_due = loop.time() + totals_interval_s
-                shown = list(ProposalStatus)
+                shown: tuple[ProposalStatus, ...] = tuple(ProposalStatus)
             else:
                 counts = dict((await conn.execute(_OPEN_COUNTS)).one()._mapping)
-                shown = list(OPEN)
+                shown = OPEN
         for status in shown:
             IN_STATE.labels(status=status.value).set(counts.get(status.value, 0))
         await asyncio.sleep(interval_s)
