@@ -16,6 +16,14 @@ and hand their work to ``settle``, which classifies the outcome:
 - any other error → nack with requeue, and on the last delivery the message is dead-lettered
   with reason ``handler_failed`` instead, so the reason is never just "delivery limit".
 
+Work that has begun runs to its end (``carried_through``). aiormq cancels a channel's consumer
+tasks when the channel closes, so a broker blip would otherwise cut a handler anywhere — the
+executor's between committing an attempt and calling the provider, which leaves an attempt the
+reconciler can only find "never applied". The work needs the database, not the channel: it goes
+on, unacknowledged, its delivery comes back on the next channel and finds it done (or still
+under way: the execution lease and dedup are built for a second copy). ``finish`` waits for such
+work before a stopping service closes its pool.
+
 ``consume`` subscribes a queue's work this way (the one place a service's consumer is declared);
 ``raw_body`` and ``delivered`` are its parts, for a subscriber that settles by other rules (the
 dead-letter archive).
@@ -46,6 +54,9 @@ from signoff_runtime.validation import summary
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
+
+#: work whose delivery was cancelled (its channel closed) and which is still running
+_carried: set[asyncio.Future[Any]] = set()
 
 
 Handler = Callable[[RabbitMessage], Awaitable[None]]
@@ -233,7 +244,7 @@ async def settle(
         await _reject(msg, broker, topology, queue_key, "unexpected_sender", refusal, senders)
         return None
     try:
-        result = await work()
+        result = await carried_through(work, queue_key)
     except (PermanentError, ValidationError) as exc:
         code = exc.code if isinstance(exc, PermanentError) else "invalid_message"
         detail = exc.detail if isinstance(exc, PermanentError) else summary(exc, limit=5)
@@ -269,6 +280,43 @@ async def settle(
     succeeded.inc()
     seconds.observe(time.perf_counter() - started)
     return result
+
+
+async def carried_through(work: Callable[[], Awaitable[T]], queue_key: str = "") -> T:
+    """``work()``, on a task of its own that the delivery's cancellation does not reach: a closed
+    channel cancels the handler waiting here (which then settles nothing), not the work."""
+    task: asyncio.Future[T] = asyncio.ensure_future(work())
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            _carried.add(task)
+            task.add_done_callback(lambda done: _carried_ended(done, queue_key))
+            log.info("message.work_carried_on", queue=queue_key)
+        raise
+
+
+def _carried_ended(task: asyncio.Future[Any], queue_key: str) -> None:
+    _carried.discard(task)
+    error = None if task.cancelled() else task.exception()
+    if error is not None:  # unacknowledged either way: its redelivery is the retry
+        log.warning("message.carried_work_failed", queue=queue_key, error=repr(error))
+
+
+def carried() -> int:
+    """How many cancelled deliveries' work is still running."""
+    return len(_carried)
+
+
+async def finish(timeout_s: float) -> None:
+    """Let carried work end (a stopping service, before its pool closes); past ``timeout_s``
+    cancel what is left — unacknowledged, it is redelivered elsewhere."""
+    if not _carried:
+        return
+    _, late = await asyncio.wait(set(_carried), timeout=timeout_s)
+    for task in late:
+        task.cancel()
+    await asyncio.gather(*late, return_exceptions=True)
 
 
 async def _reject(

@@ -3,8 +3,10 @@
 Every service is a FastAPI application (its HTTP API, or just ``/healthz`` and ``/metrics``)
 whose lifespan runs a FastStream broker and the service's background loops. Stopping gives
 in-flight handlers ``graceful_timeout`` to finish before the broker closes (FastStream cancels
-them otherwise), then cancels the loops and closes the pool. With ``SIGNOFF_METRICS__PORT`` set,
-``/metrics`` is served on that port while the service runs (``http``).
+them otherwise; work already begun still runs to its end, and ``consumer.finish`` waits up to
+``CARRY_ON_STOP_S`` for it), then cancels the loops and closes the pool. With
+``SIGNOFF_METRICS__PORT`` set, ``/metrics`` is served on that port while the service runs
+(``http``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from prometheus_client import start_http_server
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from signoff_runtime import collector, failover, logs, tracing
+from signoff_runtime import collector, consumer, failover, logs, tracing
 from signoff_runtime.db import create_engine
 from signoff_runtime.senders import Senders
 from signoff_runtime.settings import ServiceSettings
@@ -29,6 +31,8 @@ from signoff_runtime.topology import Topology
 
 log = structlog.get_logger(__name__)
 Loop = Callable[[], Awaitable[None]]
+#: how long a stopping service waits for the work of deliveries its broker's close cancelled
+CARRY_ON_STOP_S = 5.0
 
 
 @dataclass
@@ -95,6 +99,7 @@ class Runtime:
             yield
         finally:
             await self.broker.stop()
+            await consumer.finish(CARRY_ON_STOP_S)
             if scrape is not None:
                 scrape.shutdown()
                 scrape.server_close()
