@@ -40,8 +40,13 @@ T = TypeVar("T")
 _LOST = (OSError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
 
 
-def _is_lost(conn: AsyncConnection, exc: Exception) -> bool:
-    return isinstance(exc, _LOST) or conn.dialect.is_disconnect(exc, None, None)  # type: ignore[arg-type]  # the adapter raises DBAPI errors typed as Exception
+def _is_lost(conn: AsyncConnection, exc: Exception, driver: asyncpg.Connection | None) -> bool:
+    """Whether ``exc`` left the connection unusable: a lost link's own error, or any error after
+    which the driver's connection is closed (``BEGIN`` sent to a terminated backend may fail as
+    asyncpg's "another operation is in progress" instead, and leave it closed)."""
+    if isinstance(exc, _LOST) or (driver is not None and driver.is_closed()):
+        return True
+    return conn.dialect.is_disconnect(exc, None, None)  # type: ignore[arg-type]  # the adapter raises DBAPI errors typed as Exception
 
 
 async def _run(conn: AsyncConnection, call: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
@@ -49,10 +54,19 @@ async def _run(conn: AsyncConnection, call: Callable[[asyncpg.Connection], Await
     try:
         return await call(await _driver(conn))
     except Exception as exc:
-        if _is_lost(conn, exc):
+        if _is_lost(conn, exc, await _driver_of(conn)):
             with contextlib.suppress(Exception):
                 await conn.invalidate(exc)
         raise
+
+
+async def _driver_of(conn: AsyncConnection) -> asyncpg.Connection | None:
+    """The asyncpg connection under ``conn`` as it is, if it has one."""
+    try:
+        driver: asyncpg.Connection = (await conn.get_raw_connection()).driver_connection
+    except Exception:
+        return None
+    return driver
 
 
 async def _driver(conn: AsyncConnection) -> asyncpg.Connection:
