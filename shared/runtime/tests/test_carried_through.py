@@ -21,6 +21,7 @@ from faststream.rabbit.message import RabbitMessage
 from signoff_contracts.ids import new_id
 from signoff_runtime import consumer
 from signoff_runtime.consumer import carried_through, consume, finish
+from signoff_runtime.metrics import MESSAGES_CONSUMED
 from signoff_runtime.senders import Senders
 from signoff_runtime.settings import AmqpSettings
 from signoff_runtime.testing import wait_until
@@ -76,10 +77,12 @@ async def test_work_goes_on_when_its_channel_closes_and_the_delivery_comes_back(
         user_id="guest",
     )
     await wait_until(lambda: _now(message_id in work.holding), what="the work to hold")
+    counted = MESSAGES_CONSUMED.labels(queue=KEY, result="carried_on")
+    before = counted._value.get()
 
     await work.holding[message_id].raw_message.channel.close()  # what a broker blip does
     await wait_until(lambda: _now(consumer.carried() == 1), what="the work to be carried on")
-    assert work.ended == []
+    assert work.ended == [] and counted._value.get() == before + 1
     work.release.set()
 
     await wait_until(lambda: _now(message_id in work.ended), what="the carried work to end")

@@ -292,6 +292,7 @@ async def carried_through(work: Callable[[], Awaitable[T]], queue_key: str = "")
         if not task.done():
             _carried.add(task)
             task.add_done_callback(lambda done: _carried_ended(done, queue_key))
+            MESSAGES_CONSUMED.labels(queue=queue_key, result="carried_on").inc()
             log.info("message.work_carried_on", queue=queue_key)
         raise
 
