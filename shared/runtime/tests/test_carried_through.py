@@ -103,7 +103,7 @@ async def test_a_cancelled_caller_leaves_the_work_running_and_finish_ends_what_o
         ended.append(name)
         return name
 
-    caller = asyncio.create_task(carried_through(lambda: slow("a")))
+    caller = asyncio.create_task(carried_through(lambda: slow("a"), "unit"))
     await asyncio.wait_for(started.wait(), 5)
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -115,7 +115,7 @@ async def test_a_cancelled_caller_leaves_the_work_running_and_finish_ends_what_o
 
     started.clear()
     release.clear()
-    stuck = asyncio.create_task(carried_through(lambda: slow("b")))
+    stuck = asyncio.create_task(carried_through(lambda: slow("b"), "unit"))
     await asyncio.wait_for(started.wait(), 5)
     stuck.cancel()
     with pytest.raises(asyncio.CancelledError):

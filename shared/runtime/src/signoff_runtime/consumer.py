@@ -282,7 +282,7 @@ async def settle(
     return result
 
 
-async def carried_through(work: Callable[[], Awaitable[T]], queue_key: str = "") -> T:
+async def carried_through(work: Callable[[], Awaitable[T]], queue_key: str) -> T:
     """``work()``, on a task of its own that the delivery's cancellation does not reach: a closed
     channel cancels the handler waiting here (which then settles nothing), not the work."""
     task: asyncio.Future[T] = asyncio.ensure_future(work())

@@ -40,13 +40,12 @@ T = TypeVar("T")
 _LOST = (OSError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
 
 
-def _is_lost(conn: AsyncConnection, exc: Exception, driver: asyncpg.Connection | None) -> bool:
-    """Whether ``exc`` left the connection unusable: a lost link's own error, or any error after
-    which the driver's connection is closed (``BEGIN`` sent to a terminated backend may fail as
-    asyncpg's "another operation is in progress" instead, and leave it closed)."""
-    if isinstance(exc, _LOST) or (driver is not None and driver.is_closed()):
-        return True
-    return conn.dialect.is_disconnect(exc, None, None)  # type: ignore[arg-type]  # the adapter raises DBAPI errors typed as Exception
+def _is_lost(conn: AsyncConnection, exc: Exception, dbapi: Any) -> bool:
+    """Whether ``exc`` left the connection unusable: a lost link's own error, or — the dialect's
+    own test, given the adapter's connection — its driver connection closed (``BEGIN`` sent to a
+    terminated backend may fail as asyncpg's "another operation is in progress", and leave it
+    closed all the same)."""
+    return isinstance(exc, _LOST) or conn.dialect.is_disconnect(exc, dbapi, None)  # type: ignore[arg-type]  # the adapter raises DBAPI errors typed as Exception
 
 
 async def _run(conn: AsyncConnection, call: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
@@ -54,19 +53,18 @@ async def _run(conn: AsyncConnection, call: Callable[[asyncpg.Connection], Await
     try:
         return await call(await _driver(conn))
     except Exception as exc:
-        if _is_lost(conn, exc, await _driver_of(conn)):
+        if _is_lost(conn, exc, await _dbapi_of(conn)):
             with contextlib.suppress(Exception):
                 await conn.invalidate(exc)
         raise
 
 
-async def _driver_of(conn: AsyncConnection) -> asyncpg.Connection | None:
-    """The asyncpg connection under ``conn`` as it is, if it has one."""
+async def _dbapi_of(conn: AsyncConnection) -> Any:
+    """The adapter's connection under ``conn`` (``None`` if it has none any more)."""
     try:
-        driver: asyncpg.Connection = (await conn.get_raw_connection()).driver_connection
+        return (await conn.get_raw_connection()).dbapi_connection
     except Exception:
         return None
-    return driver
 
 
 async def _driver(conn: AsyncConnection) -> asyncpg.Connection:
