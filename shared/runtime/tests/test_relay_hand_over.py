@@ -138,3 +138,38 @@ async def test_a_writer_outside_a_unit_of_work_wakes_the_relay_by_notify(
 
 async def _heard(heard: list[str]) -> bool:
     return SENTINEL in heard
+
+
+async def test_a_row_handed_over_after_a_take_published_it_is_not_published_again(
+    engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
+) -> None:
+    """The writer's hand-over runs when its task resumes after the commit; under load a round
+    of the relay may take the committed row first, publish it and mark it sent. The late
+    hand-over must not publish it a second time."""
+    relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=60)
+    async with _running(relay):
+        out = _outgoing(topology)
+        async with engine.begin() as conn:  # outside a unit of work: the NOTIFY wakes a take
+            await enqueue(conn, table, [out])
+        message_id = out.message.message_id
+        await wait_until(lambda: _sent_at(engine, message_id), what="the row to be marked sent")
+        async with engine.connect() as conn:
+            row = (
+                (
+                    await conn.execute(
+                        text(f"SELECT * FROM {SCHEMA}.outbox WHERE message_id = :m"),
+                        {"m": message_id},
+                    )
+                )
+                .mappings()
+                .one()
+            )
+        relay.offer([dict(row)])  # the writer's hand-over, late
+        await _notify_sentinel(engine, table)  # one more wake after it: a round that would run
+        later = _outgoing(topology)
+        async with unit_of_work(engine) as uow:
+            await enqueue(uow.conn, table, [later])
+        await wait_until(
+            lambda: _sent_at(engine, later.message.message_id), what="a later row to be sent"
+        )
+    assert await _queued(amqp_url, topology) == [message_id, later.message.message_id]

@@ -18,14 +18,16 @@ the broker closed the whole connection (``CHANNEL_ERROR - expected 'channel.open
 connection (broker or database) is passing: the relay reconnects; it never stops for one.
 
 A writer of the relay's own process hands it the rows it has committed (``offer``,
-``outbox.local_relay``), which it publishes at once without reading them back. Rows written
-elsewhere wake it by ``NOTIFY`` (sent by the writing statement, so it fires at commit; heard on a
-connection that does nothing else), and it polls slowly as a safety net. Several relays may run:
-a round takes its rows under a lease (``relay_rows``: one statement, no transaction held open
-while the broker confirms), so a row the relay was woken for is published after one round trip
-to the database. Rounds overlap: the next round takes and publishes new rows while earlier ones
-still wait for their confirms (at most ``rounds`` at once), so a slow confirm holds back no later
-row.
+``outbox.local_relay``), which it publishes at once without reading them back — unless a round
+of its own carried the row already: a busy relay's take may find a committed row before the
+writer's task resumes to hand it over (that published rows twice with no fault at all). Rows
+written elsewhere wake it by ``NOTIFY`` (sent by the writing statement, so it fires at commit;
+heard on a connection that does nothing else), and it polls slowly as a safety net. Several
+relays may run: a round takes its rows under a lease (``relay_rows``: one statement, no
+transaction held open while the broker confirms), so a row the relay was woken for is published
+after one round trip to the database. Rounds overlap: the next round takes and publishes new rows
+while earlier ones still wait for their confirms (at most ``rounds`` at once), so a slow confirm
+holds back no later row.
 
 Each round is a span of its own (``outbox.relay <schema>``, no parent): it starts when the
 hand-over or the ``NOTIFY`` that woke it arrived, and marks when the round began, had its rows
@@ -97,6 +99,9 @@ class _Unreachable(aio_pika.exceptions.AMQPError):
 #: (with one exponential back-off for both, rows nacked through a node's restart waited a minute)
 OWN_FAULT_S = 60.0
 BROKER_FAULT_S = 2.0
+#: how many batches of the latest rows' ids a relay remembers so as not to publish a row handed
+#: over after a take already carried it (``OutboxRelay.offer``)
+RECENT_BATCHES = 10
 
 
 def _back_off_s(row: Any, result: BaseException) -> float | None:
@@ -185,6 +190,10 @@ class OutboxRelay:
         self._offered: list[Row] = []
         self._offered_ns: int | None = None
         self._busy: set[int] = set()
+        #: the ids of the latest rows any round carried (oldest first, ``RECENT_BATCHES``
+        #: batches): a writer's hand-over runs when its task resumes after the commit, and a
+        #: busy relay's take may have found, published and marked the row before that
+        self._recent: dict[int, None] = {}
         self._listener: asyncpg.Connection | None = None
         self._wake = asyncio.Event()
         #: when the first NOTIFY since the last round began arrived (ns since the epoch)
@@ -270,7 +279,8 @@ class OutboxRelay:
         back (``outbox.local_relay``). While the relay cannot keep up (or cannot reach its
         table) it keeps at most ten batches in hand; the rest it takes from the table later."""
         room = 10 * self._batch - len(self._offered)
-        self._offered.extend(Row(row) for row in rows[: max(0, room)])
+        fresh = [row for row in rows if row["id"] not in self._recent]
+        self._offered.extend(Row(row) for row in fresh[: max(0, room)])
         if self._offered_ns is None:
             self._offered_ns = time.time_ns()
         self._wake.set()
@@ -280,6 +290,9 @@ class OutboxRelay:
         publishes started here: they go out at the loop's next turn, not one after that."""
         ids = {row.id for row in rows}
         self._busy |= ids
+        self._recent.update(dict.fromkeys(ids))
+        for _ in range(len(self._recent) - RECENT_BATCHES * self._batch):
+            del self._recent[next(iter(self._recent))]
         span.add_event("publishing")
         publishes = [asyncio.ensure_future(self._publish(row)) for row in rows]
         task = asyncio.create_task(self._deliver(rows, span, publishes))
