@@ -42,6 +42,9 @@ BENCH_ENV = {
     # figure); webhooks stay on (none is subscribed)
     "SIGNOFF_NOTIFY__EMAIL_ENABLED": "false",
 }
+#: added under ``BENCH_SMOKE``: a handful of proposals at a concurrency of 4 need no more, and
+#: the smoke test shares PostgreSQL's connections with the rest of ``make test``
+SMOKE_ENV = {"SIGNOFF_DB__POOL_SIZE": "4", "SIGNOFF_EXECUTOR__CONCURRENCY": "4"}
 
 GROWTH_ENV = {"SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "0.2"}
 

@@ -66,7 +66,7 @@ async def database_url(_servers: tuple[str, str]) -> AsyncIterator[str]:
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     """Overridden with ``database_url`` so this directory's tests and its database agree (the
     plugin's session-wide engine would follow whichever directory asked first)."""
-    eng = create_async_engine(database_url, pool_size=20, max_overflow=10)
+    eng = create_async_engine(database_url, pool_size=4, max_overflow=16)
     yield eng
     await eng.dispose()
 

@@ -43,7 +43,9 @@ async def database_url(_servers: tuple[str, str]) -> AsyncIterator[str]:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    eng = create_async_engine(database_url, pool_size=20, max_overflow=10)
+    # few idle connections kept: a worker may hold several session engines at once (this one,
+    # a service directory's own), and two workers share PostgreSQL's stock 100 connections
+    eng = create_async_engine(database_url, pool_size=4, max_overflow=16)
     yield eng
     await eng.dispose()
 

@@ -24,7 +24,8 @@ from signoff_runtime.topology import Role
 
 #: the services a whole stack runs, in the order they are started
 SERVICES: tuple[Role, ...] = ("proposals", "executor", "reconciler", "agent")
-#: timings shortened so a test sees a retry, an expiry or a reconciliation within seconds
+#: timings shortened so a test sees a retry, an expiry or a reconciliation within seconds (and
+#: the executor's window narrowed: below)
 QUICK_TIMINGS = {
     "SIGNOFF_CLUB_PROVIDER_TIMEOUT_S": "2",
     "SIGNOFF_CLUB_ATTEMPT_LEASE_S": "3",
@@ -33,6 +34,10 @@ QUICK_TIMINGS = {
     "SIGNOFF_RECONCILER__MAX_BACKOFF_S": "2",
     "SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "0.5",
     "SIGNOFF_PROPOSALS__STATE_TOTALS_INTERVAL_S": "2",
+    # a test's stack works on a few contracts at once; the default window (32) would size the
+    # executor's pool to 35, and two workers' stacks must share PostgreSQL's stock 100
+    # connections with the tests' own engines (``make test`` on a fresh machine)
+    "SIGNOFF_EXECUTOR__CONCURRENCY": "8",
 }
 
 
