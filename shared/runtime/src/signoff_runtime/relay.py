@@ -277,7 +277,8 @@ class OutboxRelay:
     def offer(self, rows: list[dict[str, Any]]) -> None:
         """Rows a writer of this process has just committed: publish them without reading them
         back (``outbox.local_relay``). While the relay cannot keep up (or cannot reach its
-        table) it keeps at most ten batches in hand; the rest it takes from the table later."""
+        table) it keeps at most ten batches in hand; the rest it takes from the table later.
+        A row one of its rounds carried already (``_recent``) is dropped."""
         room = 10 * self._batch - len(self._offered)
         fresh = [row for row in rows if row["id"] not in self._recent]
         self._offered.extend(Row(row) for row in fresh[: max(0, room)])
