@@ -37,6 +37,8 @@ class PeerSide:
     loader: asyncpg.Connection
     probe: Probe
     count: int
+    #: a cap on the processes' pools together (the smoke run's ``SMOKE_POOL``)
+    pool_max: int | None = None
     port: int = field(default_factory=free_port)
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
 
@@ -53,7 +55,7 @@ class PeerSide:
             "BENCH_PEER_PORT": str(self.port),
             "PYTHONPATH": str(REPO / "bench"),
             # signoff's proposals service has a pool of 10: so do the peer processes together
-            "BENCH_PEER_POOL": str(max(2, 10 // self.count)),
+            "BENCH_PEER_POOL": str(max(2, min(10, self.pool_max or 10) // self.count)),
         }
         for i in range(1, self.count + 1):
             health = free_port()

@@ -53,6 +53,8 @@ class RawSide:
     log_dir: Path
     loader: asyncpg.Connection
     probe: Probe
+    #: a cap on each process's pool (the smoke run's ``SMOKE_POOL``); else ``POOL_SIZES``
+    pool_max: int | None = None
     prefix: str = field(default_factory=lambda: f"raw{secrets.token_hex(3)}")
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
 
@@ -65,6 +67,8 @@ class RawSide:
             "BENCH_RAW_PREFIX": self.prefix,
             "PYTHONPATH": str(REPO / "bench"),
         }
+        if self.pool_max is not None:
+            env["BENCH_RAW_POOL_MAX"] = str(self.pool_max)
         for role in ROLES:
             port = free_port()
             argv = [sys.executable, "-m", "signoff_bench.raw", role]

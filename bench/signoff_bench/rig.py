@@ -28,7 +28,7 @@ from signoff_bench.raw_side import RawSide
 from signoff_bench.seeding import seed_club
 from signoff_bench.settings import BenchConfig
 from signoff_bench.signoff_side import SignoffSide
-from signoff_bench.stack import SMOKE_ENV, SignoffStack
+from signoff_bench.stack import SMOKE_ENV, SMOKE_POOL, SignoffStack
 from signoff_bench.window import Windows
 
 log = structlog.get_logger(__name__)
@@ -79,8 +79,9 @@ async def rig(
         db.url, amqp_url, f"b{secrets.token_hex(4)}", log_dir, config.provider_delay_ms
     )
     stack.env.update((SMOKE_ENV if config.smoke else {}) | dict(env or {}))
-    raw = RawSide(db, amqp_url, log_dir, loader, probe)
-    peer = PeerSide(db, log_dir, loader, probe, config.peer_processes)
+    pool_max = SMOKE_POOL if config.smoke else None
+    raw = RawSide(db, amqp_url, log_dir, loader, probe, pool_max=pool_max)
+    peer = PeerSide(db, log_dir, loader, probe, config.peer_processes, pool_max=pool_max)
     try:
         started = time.monotonic()
         await asyncio.to_thread(stack.start)

@@ -26,11 +26,6 @@ def test_the_harness_measures_every_side_and_prints_every_row(tmp_path: Path) ->
     env = {
         **os.environ,
         "BENCH_SMOKE": "1",
-        # the smoke run's few proposals need few connections (signoff's are sized by
-        # ``BENCH_SMOKE``: ``stack.SMOKE_ENV``): PostgreSQL's stock 100 are shared with the other
-        # worker's tests under make test, and the figures are not read here, only the rows
-        "BENCH_RAW_POOL_MAX": "3",
-        "BENCH_PEER_POOL": "2",
         "BENCH_JSON": str(out),
         "BENCH_DOC": str(doc),
         "PYTHONPATH": str(BENCH),

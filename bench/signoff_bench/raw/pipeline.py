@@ -195,7 +195,7 @@ def listener(node: Node) -> Callable[[], Awaitable[None]]:
 
 
 async def main(role: str) -> None:
-    # the smoke test caps it (``BENCH_RAW_POOL_MAX``): its few proposals need few connections
+    # the smoke run caps it (``BENCH_RAW_POOL_MAX``, ``RawSide.pool_max``)
     size = min(POOL_SIZES[role], int(os.environ.get("BENCH_RAW_POOL_MAX", POOL_SIZES[role])))
     pool = await asyncpg.create_pool(
         os.environ["BENCH_RAW_DSN"], min_size=1, max_size=size, reset=_keep

@@ -20,7 +20,7 @@ import pytest_asyncio
 from alembic import command
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 TESTS = Path(__file__).parent
 if str(TESTS) not in sys.path:
@@ -31,6 +31,7 @@ from signoff_executor.settings import ExecutorSettings  # noqa: E402
 from signoff_runtime.db import asyncpg_dsn  # noqa: E402
 from signoff_runtime.migrations import config_for  # noqa: E402
 from signoff_runtime.registry import Operations  # noqa: E402
+from signoff_runtime.testing.databases import session_engine  # noqa: E402
 from signoff_runtime.topology import Topology  # noqa: E402
 from support import harness, toy  # noqa: E402
 from support.bus import Bus  # noqa: E402
@@ -67,7 +68,7 @@ async def database_url(_servers: tuple[str, str]) -> AsyncIterator[str]:
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     """Overridden with ``database_url`` so this directory's tests and its database agree (the
     plugin's session-wide engine would follow whichever directory asked first)."""
-    eng = create_async_engine(database_url, pool_size=4, max_overflow=16)
+    eng = session_engine(database_url)
     yield eng
     await eng.dispose()
 

@@ -35,10 +35,11 @@ from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.migrations import config_for
 from signoff_runtime.registry import Operations
 from signoff_runtime.settings import AmqpSettings, DatabaseSettings
+from signoff_runtime.testing.databases import session_engine
 from signoff_runtime.topology import Topology
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -66,7 +67,7 @@ async def database_url(_servers: tuple[str, str]) -> AsyncIterator[str]:
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     """Overridden with ``database_url`` so this directory's tests and its database agree (the
     plugin's session-wide engine would follow whichever directory asked first)."""
-    eng = create_async_engine(database_url, pool_size=4, max_overflow=16)
+    eng = session_engine(database_url)
     yield eng
     await eng.dispose()
 

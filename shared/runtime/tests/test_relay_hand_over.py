@@ -153,19 +153,10 @@ async def test_a_row_handed_over_after_a_take_published_it_is_not_published_agai
             await enqueue(conn, table, [out])
         message_id = out.message.message_id
         await wait_until(lambda: _sent_at(engine, message_id), what="the row to be marked sent")
+        query = text(f"SELECT * FROM {SCHEMA}.outbox WHERE message_id = :m")
         async with engine.connect() as conn:
-            row = (
-                (
-                    await conn.execute(
-                        text(f"SELECT * FROM {SCHEMA}.outbox WHERE message_id = :m"),
-                        {"m": message_id},
-                    )
-                )
-                .mappings()
-                .one()
-            )
-        relay.offer([dict(row)])  # the writer's hand-over, late
-        await _notify_sentinel(engine, table)  # one more wake after it: a round that would run
+            row = (await conn.execute(query, {"m": message_id})).mappings().one()
+        relay.offer([dict(row)])  # the writer's hand-over, late (it wakes the relay)
         later = _outgoing(topology)
         async with unit_of_work(engine) as uow:
             await enqueue(uow.conn, table, [later])

@@ -14,9 +14,17 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from signoff_runtime.db import asyncpg_dsn
 from signoff_runtime.migrations import upgrade_all
+
+
+def session_engine(url: str) -> AsyncEngine:
+    """The engine a test session shares on its database. It keeps few idle connections: a
+    worker may hold several such engines at once (the plugin's, a service directory's own), and
+    ``make test``'s two workers share PostgreSQL's stock 100 connections."""
+    return create_async_engine(url, pool_size=4, max_overflow=16)
 
 
 @asynccontextmanager

@@ -16,10 +16,10 @@ from contextlib import ExitStack
 import aio_pika
 import pytest
 import pytest_asyncio
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff_runtime.testing import servers
-from signoff_runtime.testing.databases import fresh_database
+from signoff_runtime.testing.databases import fresh_database, session_engine
 from signoff_runtime.testing.processes import as_own_role
 from signoff_runtime.topology import Topology
 
@@ -43,9 +43,7 @@ async def database_url(_servers: tuple[str, str]) -> AsyncIterator[str]:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    # few idle connections kept: a worker may hold several session engines at once (this one,
-    # a service directory's own), and two workers share PostgreSQL's stock 100 connections
-    eng = create_async_engine(database_url, pool_size=4, max_overflow=16)
+    eng = session_engine(database_url)
     yield eng
     await eng.dispose()
 

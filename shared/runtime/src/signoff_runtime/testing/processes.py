@@ -24,8 +24,7 @@ from signoff_runtime.topology import Role
 
 #: the services a whole stack runs, in the order they are started
 SERVICES: tuple[Role, ...] = ("proposals", "executor", "reconciler", "agent")
-#: timings shortened so a test sees a retry, an expiry or a reconciliation within seconds (and
-#: the executor's window narrowed: below)
+#: timings shortened so a test sees a retry, an expiry or a reconciliation within seconds
 QUICK_TIMINGS = {
     "SIGNOFF_CLUB_PROVIDER_TIMEOUT_S": "2",
     "SIGNOFF_CLUB_ATTEMPT_LEASE_S": "3",
@@ -34,18 +33,19 @@ QUICK_TIMINGS = {
     "SIGNOFF_RECONCILER__MAX_BACKOFF_S": "2",
     "SIGNOFF_PROPOSALS__EXPIRY_INTERVAL_S": "0.5",
     "SIGNOFF_PROPOSALS__STATE_TOTALS_INTERVAL_S": "2",
-    # a test's stack works on a few contracts at once; the default window (32) would size the
-    # executor's pool to 35, and two workers' stacks must share PostgreSQL's stock 100
-    # connections with the tests' own engines (``make test`` on a fresh machine)
-    "SIGNOFF_EXECUTOR__CONCURRENCY": "8",
 }
+#: a test's stack works on a few contracts at once; the default window (32) would size the
+#: executor's pool to 35, and two workers' stacks share PostgreSQL's stock 100 connections with
+#: the tests' own engines (``make test`` on a fresh machine)
+TEST_WINDOW = {"SIGNOFF_EXECUTOR__CONCURRENCY": "8"}
 
 
 def stack_env(
     database_url: str, amqp_url: str, prefix: str, *, quick: bool = True
 ) -> dict[str, str]:
     """The environment every process of one stack shares: its database, its broker and queue
-    prefix; with ``quick``, the ``QUICK_TIMINGS`` (else each service's defaults)."""
+    prefix; with ``quick`` (a test's stack), the ``QUICK_TIMINGS`` and the ``TEST_WINDOW`` (else
+    each service's defaults)."""
     env = {
         "SIGNOFF_ENV": "test",
         "SIGNOFF_DB__URL": database_url,
@@ -58,7 +58,7 @@ def stack_env(
         "SIGNOFF_RECONCILER__SCAN_INTERVAL_S": "1",
         "SIGNOFF_RECONCILER__STRANDED_AFTER_S": "1",
     }
-    return env | QUICK_TIMINGS if quick else env
+    return env | QUICK_TIMINGS | TEST_WINDOW if quick else env
 
 
 #: every port ``free_port`` handed out in this process
