@@ -4,6 +4,11 @@
 and writes the club tables for it. Every query is bounded by the organization and the order,
 so an id from elsewhere reads as "not found", whichever table it names.
 
+The statements an executor runs for every refund (the facts it revalidates, the attempt it
+begins, the refund it applies and concludes) are hot ones (``signoff_runtime.hot``: fixed SQL,
+prepared once per connection), each round trip doing as much as one statement can; the cold
+paths (a release, the reconciler's scan, an attempt marked unknown) stay SQLAlchemy Core.
+
 It is longer than 300 lines because it is every query of one table family (facts, attempts,
 the refund and its reservation); split, each half would need the other's row shapes.
 """
@@ -11,13 +16,13 @@ the refund and its reservation); split, each half would need the other's row sha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Protocol
 
 from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AttemptRef, Rejected, StrandedAttempt
 from signoff_contracts.outcomes import OperationOutcome, outcome_adapter
-from sqlalchemy import Interval, and_, exists, func, literal, select, update
+from signoff_runtime import hot
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_club import tables as t
@@ -151,82 +156,42 @@ async def load_facts(
     executor's role does not hold on the catalog, so their configuration is proved as of the
     revalidating read (as the discount rule always was).
     """
-    order_q = (
-        select(t.orders.c.currency, t.orders.c.total_cents, t.participants.c.name)
-        .join_from(t.orders, t.participants, t.orders.c.participant_id == t.participants.c.id)
-        .where(t.orders.c.id == order_id, t.orders.c.organization_id == organization_id)
-    )
-    order = (await conn.execute(order_q.with_for_update(of=t.orders) if lock else order_q)).first()
+    order = await hot.fetchrow(conn, _ORDER[lock], order_id, organization_id)
     if order is None:
         raise Rejected("order_not_found")
-    pay_q = select(t.payments).where(
-        t.payments.c.id == payment_id, t.payments.c.order_id == order_id
-    )
-    payment = (await conn.execute(pay_q.with_for_update() if lock else pay_q)).first()
+    payment = await hot.fetchrow(conn, _PAYMENT[lock], payment_id, order_id)
     if payment is None:
         raise Rejected("payment_not_found")
-    line_q = (
-        select(
-            t.line_items,
-            t.products.c.name,
-            t.products.c.unit_price_cents.label("catalog_price"),
-        )
-        .join_from(t.line_items, t.products, t.line_items.c.product_id == t.products.c.id)
-        .where(t.line_items.c.id == line_item_id, t.line_items.c.order_id == order_id)
+    rest = await hot.fetchrow(
+        conn, _REST, line_item_id, order_id, discount_id, organization_id, payment_id
     )
-    line = (await conn.execute(line_q)).first()
-    if line is None:
+    assert rest is not None  # one row whatever was found: the ids are joined to a constant row
+    if rest["product_id"] is None:
         raise Rejected("line_item_not_found")
-    evidence = t.line_item_discounts
-    discount = (
-        await conn.execute(
-            select(t.discounts, evidence.c.applied)
-            .select_from(
-                t.discounts.outerjoin(
-                    evidence,
-                    and_(
-                        evidence.c.discount_id == t.discounts.c.id,
-                        evidence.c.line_item_id == line_item_id,
-                    ),
-                )
-            )
-            .where(
-                t.discounts.c.id == discount_id, t.discounts.c.organization_id == organization_id
-            )
-        )
-    ).first()
-    if discount is None:
+    if rest["discount_id"] is None:
         raise Rejected("discount_not_found")
     return Facts(
-        currency=order.currency,
-        order_total=order.total_cents,
-        participant_name=order.name,
-        method=payment.method,
-        paid=payment.amount_cents,
-        refunded=payment.refunded_cents,
-        reserved=payment.reserved_cents,
-        payment_ref=payment.provider_ref,
-        product_id=line.product_id,
-        product_name=line.name,
-        catalog_price=line.catalog_price,
-        discount_id=discount.id,
-        quantity=line.quantity,
-        unit_price=line.unit_price_cents,
-        line_cents=line.amount_cents,
-        discount_name=discount.name,
-        kind=discount.kind,
-        value=discount.value,
-        evidence_applied=discount.applied,
-        attempt_in_progress=await _attempt_in_progress(conn, payment_id),
+        currency=order["currency"],
+        order_total=order["total_cents"],
+        participant_name=order["name"],
+        method=payment["method"],
+        paid=payment["amount_cents"],
+        refunded=payment["refunded_cents"],
+        reserved=payment["reserved_cents"],
+        payment_ref=payment["provider_ref"],
+        product_id=rest["product_id"],
+        product_name=rest["product_name"],
+        catalog_price=rest["catalog_price"],
+        discount_id=rest["discount_id"],
+        quantity=rest["quantity"],
+        unit_price=rest["unit_price_cents"],
+        line_cents=rest["line_cents"],
+        discount_name=rest["discount_name"],
+        kind=rest["kind"],
+        value=rest["value"],
+        evidence_applied=rest["applied"],
+        attempt_in_progress=rest["attempt_in_progress"],
     )
-
-
-async def _attempt_in_progress(conn: AsyncConnection, payment_id: str) -> bool:
-    a = t.refund_attempts
-    query = select(
-        exists().where(a.c.payment_id == payment_id, a.c.status.in_(t.UNRESOLVED_ATTEMPT_STATUSES))
-    )
-    return bool((await conn.execute(query)).scalar_one())
 
 
 class AttemptArguments(Protocol):
@@ -284,73 +249,55 @@ async def begin(
     an attempt whose executor died (``stranded``)."""
     attempt_id = new_id("att")
     key = f"signoff-refund-{proposal_id}"
-    lease = literal(timedelta(seconds=lease_s), Interval())
-    await conn.execute(
-        t.refund_attempts.insert().values(
-            id=attempt_id,
-            proposal_id=proposal_id,
-            organization_id=organization_id,
-            order_id=arguments.order_id,
-            payment_id=arguments.payment_id,
-            line_item_id=arguments.line_item_id,
-            discount_id=arguments.discount_id,
-            destination=arguments.destination,
-            amount_cents=arguments.amount_cents,
-            currency=arguments.currency,
-            idempotency_key=key,
-            status="pending",
-            lease_until=func.now() + lease,
-            client_timeout_s=client_timeout_s,
-            request={
-                "payment_ref": arguments.payment_ref,
-                "amount_cents": arguments.amount_cents,
-                "currency": arguments.currency,
-                "destination": arguments.destination,
-                "contract_id": contract_id,
-            },
-        )
+    request = {
+        "payment_ref": arguments.payment_ref,
+        "amount_cents": arguments.amount_cents,
+        "currency": arguments.currency,
+        "destination": arguments.destination,
+        "contract_id": contract_id,
+    }
+    marked = await hot.fetchrow(
+        conn,
+        _BEGIN,
+        attempt_id,
+        proposal_id,
+        organization_id,
+        arguments.order_id,
+        arguments.payment_id,
+        arguments.line_item_id,
+        arguments.discount_id,
+        arguments.destination,
+        arguments.amount_cents,
+        arguments.currency,
+        key,
+        float(lease_s),
+        client_timeout_s,
+        hot.json_param(request),
     )
-    evidence = t.line_item_discounts
-    marked = await conn.execute(
-        update(evidence)
-        .where(
-            evidence.c.line_item_id == arguments.line_item_id,
-            evidence.c.discount_id == arguments.discount_id,
-            evidence.c.applied.is_(False),
-        )
-        .values(applied=True, applied_proposal_id=proposal_id)
-    )
-    if marked.rowcount != 1:
+    if marked is None or marked["marked"] != 1:
         raise RuntimeError("begin_attempt without a successful revalidate in this transaction")
-    await _adjust_payment(conn, arguments.payment_id, reserved=arguments.amount_cents)
     return AttemptRef(attempt_id=attempt_id, idempotency_key=key, lease_s=lease_s)
 
 
 async def get_attempt(conn: AsyncConnection, attempt_id: str, *, lock: bool = False) -> Attempt:
-    a = t.refund_attempts
-    deadline = a.c.lease_until + func.make_interval(0, 0, 0, 0, 0, 0, a.c.client_timeout_s)
-    # the statement's own clock, not the transaction's start: read after the row lock, it is the
-    # latest instant this transaction can vouch for
-    past = (func.clock_timestamp() > deadline).label("past_deadline")
-    query = select(a, past).where(a.c.id == attempt_id)
-    row = (await conn.execute(query.with_for_update(of=a) if lock else query)).first()
+    row = await hot.fetchrow(conn, _ATTEMPT[lock], attempt_id)
     if row is None:
         raise LookupError(f"no refund attempt {attempt_id}")
-    outcome = None if row.outcome is None else outcome_adapter.validate_python(row.outcome)
+    stored = row["outcome"]
     return Attempt(
-        id=row.id,
-        proposal_id=row.proposal_id,
-        order_id=row.order_id,
-        payment_id=row.payment_id,
-        line_item_id=row.line_item_id,
-        discount_id=row.discount_id,
-        destination=row.destination,
-        amount_cents=row.amount_cents,
-        currency=row.currency,
-        idempotency_key=row.idempotency_key,
-        status=row.status,
-        outcome=outcome,
-        past_deadline=bool(row.past_deadline),
+        id=row["id"],
+        proposal_id=row["proposal_id"],
+        order_id=row["order_id"],
+        payment_id=row["payment_id"],
+        line_item_id=row["line_item_id"],
+        discount_id=row["discount_id"],
+        destination=row["destination"],
+        amount_cents=row["amount_cents"],
+        currency=row["currency"],
+        idempotency_key=row["idempotency_key"],
+        status=row["status"],
+        outcome=None if stored is None else outcome_adapter.validate_python(stored),
+        past_deadline=bool(row["past_deadline"]),
     )
 
 
@@ -367,50 +314,34 @@ async def apply(conn: AsyncConnection, attempt: Attempt, provider_refund_id: str
     """Turn the reservation into a refund, and say what it became."""
     refund_id = new_id("rfd")
     status = "recorded" if attempt.destination == "e_transfer_return" else "succeeded"
-    await conn.execute(
-        t.refunds.insert().values(
-            id=refund_id,
-            proposal_id=attempt.proposal_id,
-            order_id=attempt.order_id,
-            payment_id=attempt.payment_id,
-            amount_cents=attempt.amount_cents,
-            currency=attempt.currency,
-            destination=attempt.destination,
-            status=status,
-            provider_refund_id=provider_refund_id,
-        )
+    row = await hot.fetchrow(
+        conn,
+        _APPLY,
+        refund_id,
+        attempt.proposal_id,
+        attempt.order_id,
+        attempt.payment_id,
+        attempt.amount_cents,
+        attempt.currency,
+        attempt.destination,
+        status,
+        provider_refund_id,
+        attempt.line_item_id,
     )
-    amount = attempt.amount_cents
-    await _adjust_payment(conn, attempt.payment_id, reserved=-amount, refunded=amount)
-    await conn.execute(
-        update(t.line_items)
-        .where(t.line_items.c.id == attempt.line_item_id)
-        .values(amount_cents=t.line_items.c.amount_cents - amount)
-    )
-    order = (
-        await conn.execute(
-            update(t.orders)
-            .where(t.orders.c.id == attempt.order_id)
-            .values(total_cents=t.orders.c.total_cents - amount)
-            .returning(t.orders.c.total_cents, t.orders.c.participant_id)
-        )
-    ).one()
+    if row is None:
+        raise LookupError(f"the order of refund attempt {attempt.id} vanished")
     if attempt.destination == "account_credit":
-        await conn.execute(
-            t.account_credits.insert().values(
-                id=new_id("crd"),
-                participant_id=order.participant_id,
-                refund_id=refund_id,
-                amount_cents=amount,
-                currency=attempt.currency,
-            )
+        await hot.execute(
+            conn,
+            _CREDIT,
+            new_id("crd"),
+            row["participant_id"],
+            refund_id,
+            attempt.amount_cents,
+            attempt.currency,
         )
-    card_last4 = None
-    if attempt.destination == "card_refund":
-        card_last4 = await conn.scalar(
-            select(t.payments.c.card_last4).where(t.payments.c.id == attempt.payment_id)
-        )
-    return Applied(refund_id, int(order.total_cents), card_last4)
+    card_last4 = row["card_last4"] if attempt.destination == "card_refund" else None
+    return Applied(refund_id, int(row["total_cents"]), card_last4)
 
 
 async def release(conn: AsyncConnection, attempt: Attempt) -> None:
@@ -435,16 +366,13 @@ async def conclude(
     response: dict[str, Any],
     outcome: OperationOutcome,
 ) -> None:
-    a = t.refund_attempts
-    await conn.execute(
-        update(a)
-        .where(a.c.id == attempt_id)
-        .values(
-            status=status,
-            response=response,
-            outcome=outcome_adapter.dump_python(outcome, mode="json"),
-            updated_at=func.now(),
-        )
+    await hot.execute(
+        conn,
+        _CONCLUDE,
+        attempt_id,
+        status,
+        hot.json_param(response),
+        hot.json_param(outcome_adapter.dump_python(outcome, mode="json")),
     )
 
 
@@ -495,3 +423,101 @@ async def _adjust_payment(
             refunded_cents=p.c.refunded_cents + refunded,
         )
     )
+
+
+# The hot statements (``signoff_runtime.hot``). Each text is fixed, so asyncpg prepares it once
+# per connection; ``lock`` picks a text, it is never a parameter.
+_O, _PA, _P = t.orders.fullname, t.participants.fullname, t.payments.fullname
+_L, _PR, _D = t.line_items.fullname, t.products.fullname, t.discounts.fullname
+_E, _A, _R = t.line_item_discounts.fullname, t.refund_attempts.fullname, t.refunds.fullname
+_C = t.account_credits.fullname
+#: as the partial index ``refund_attempts_unresolved`` says it, so the planner can use it
+_UNRESOLVED = "a.status IN (" + ", ".join(f"'{s}'" for s in t.UNRESOLVED_ATTEMPT_STATUSES) + ")"
+
+#: the order (``$1``) in the organization (``$2``) and its participant's name; by ``lock``
+_ORDER = {
+    lock: (
+        f"SELECT o.currency, o.total_cents, pa.name FROM {_O} o "  # noqa: S608
+        f"JOIN {_PA} pa ON pa.id = o.participant_id "
+        "WHERE o.id = $1 AND o.organization_id = $2" + (" FOR UPDATE OF o" if lock else "")
+    )
+    for lock in (False, True)
+}
+
+#: the payment (``$1``) of the order (``$2``); by ``lock``
+_PAYMENT = {
+    lock: (
+        "SELECT method, amount_cents, refunded_cents, reserved_cents, provider_ref "  # noqa: S608
+        f"FROM {_P} WHERE id = $1 AND order_id = $2" + (" FOR UPDATE" if lock else "")
+    )
+    for lock in (False, True)
+}
+
+#: the line (``$1``) of the order (``$2``) with its product, the discount (``$3``) of the
+#: organization (``$4``) with its evidence on that line, and whether an attempt on the payment
+#: (``$5``) is unresolved: always one row, its line or discount columns null where not found
+_REST = (
+    "SELECT l.product_id, l.quantity, l.unit_price_cents, l.amount_cents AS line_cents, "  # noqa: S608
+    "pr.name AS product_name, pr.unit_price_cents AS catalog_price, "
+    "d.id AS discount_id, d.name AS discount_name, d.kind, d.value, e.applied, "
+    f"EXISTS (SELECT 1 FROM {_A} a WHERE a.payment_id = $5 AND {_UNRESOLVED}) "
+    "AS attempt_in_progress "
+    "FROM (VALUES (1)) AS one (x) "
+    f"LEFT JOIN ({_L} l JOIN {_PR} pr ON pr.id = l.product_id) "
+    "ON l.id = $1 AND l.order_id = $2 "
+    f"LEFT JOIN {_D} d ON d.id = $3 AND d.organization_id = $4 "
+    f"LEFT JOIN {_E} e ON e.discount_id = d.id AND e.line_item_id = $1"
+)
+
+#: the attempt (``$1``…``$14``), the evidence marked applied by the proposal (``$2``), the
+#: amount reserved on the payment; ``marked``: the evidence rows marked (1 after a revalidation)
+_BEGIN = (
+    f"WITH attempt AS (INSERT INTO {_A} (id, proposal_id, organization_id, order_id, "  # noqa: S608
+    "payment_id, line_item_id, discount_id, destination, amount_cents, currency, "
+    "idempotency_key, status, lease_until, client_timeout_s, request) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', "
+    "now() + make_interval(secs => $12), $13, $14::jsonb)), "
+    f"marked AS (UPDATE {_E} SET applied = true, applied_proposal_id = $2 "
+    "WHERE line_item_id = $6 AND discount_id = $7 AND applied = false RETURNING 1), "
+    f"reserved AS (UPDATE {_P} SET reserved_cents = reserved_cents + $9 WHERE id = $5) "
+    "SELECT count(*) AS marked FROM marked"
+)
+
+#: the attempt (``$1``) and whether its lease and client timeout have both passed, by the
+#: statement's own clock: read after the row lock, the latest instant the transaction can vouch
+#: for; by ``lock``
+_ATTEMPT = {
+    lock: (
+        "SELECT a.*, clock_timestamp() > "  # noqa: S608
+        "a.lease_until + make_interval(secs => a.client_timeout_s) AS past_deadline "
+        f"FROM {_A} a WHERE a.id = $1" + (" FOR UPDATE OF a" if lock else "")
+    )
+    for lock in (False, True)
+}
+
+#: the refund (``$1``…``$9``) and what it changes: the payment's reservation (``$4``) becomes
+#: refunded, the line (``$10``) and the order (``$3``) lose the amount (``$5``); the order's total
+#: after it, its participant, and the payment's card
+_APPLY = (
+    f"WITH refund AS (INSERT INTO {_R} (id, proposal_id, order_id, payment_id, amount_cents, "  # noqa: S608
+    "currency, destination, status, provider_refund_id) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)), "
+    f"paid AS (UPDATE {_P} SET reserved_cents = reserved_cents - $5, "
+    "refunded_cents = refunded_cents + $5 WHERE id = $4 RETURNING card_last4), "
+    f"line AS (UPDATE {_L} SET amount_cents = amount_cents - $5 WHERE id = $10), "
+    f"ord AS (UPDATE {_O} SET total_cents = total_cents - $5 WHERE id = $3 "
+    "RETURNING total_cents, participant_id) "
+    "SELECT ord.total_cents, ord.participant_id, paid.card_last4 FROM ord LEFT JOIN paid ON true"
+)
+
+#: the account credit (``$1``) for the participant (``$2``) that a refund (``$3``) became
+_CREDIT = (
+    f"INSERT INTO {_C} (id, participant_id, refund_id, amount_cents, currency) "  # noqa: S608
+    "VALUES ($1, $2, $3, $4, $5)"
+)
+
+#: the attempt (``$1``) concluded: its status, the provider's answer and the outcome
+_CONCLUDE = (
+    f"UPDATE {_A} SET status = $2, response = $3::jsonb, outcome = $4::jsonb, "  # noqa: S608
+    "updated_at = now() WHERE id = $1"
+)

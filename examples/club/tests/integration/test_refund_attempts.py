@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import asyncpg
 import pytest
 from signoff_card_provider.client import CardProviderClient
 from signoff_card_provider.testing import SimulatorAdmin
@@ -25,7 +26,6 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.operations import AttemptRef
 from signoff_contracts.outcomes import RevisionRequired, Succeeded
 from sqlalchemy import Interval, literal, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 pytestmark = pytest.mark.integration
@@ -308,6 +308,7 @@ async def test_a_second_attempt_for_one_proposal_is_refused_by_the_database(
             .values(applied=False)
             .where(t.line_item_discounts.c.applied_proposal_id == ctx.proposal_id)
         )
-        with pytest.raises(IntegrityError, match="proposal_id"):
+        # a hot statement (signoff_runtime.hot): asyncpg's own error, not SQLAlchemy's wrapper
+        with pytest.raises(asyncpg.UniqueViolationError, match="proposal_id"):
             await op.begin_attempt(args, refund_world.scope, ctx, conn)
         await conn.rollback()
