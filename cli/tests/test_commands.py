@@ -160,8 +160,9 @@ def test_a_service_process_imports_no_other_command_no_alembic_no_rich() -> None
 
 #: what a service's process must not import: other commands' modules (typer among them), what
 #: only a terminal or a WebSocket would use, pydantic.v1, which only FastAPI's check for such
-#: models would load, SQLAlchemy's ORM (``signoff_runtime.engine_only``) and zstandard, which
-#: httpx would load only to offer zstd (``signoff_cli`` and each service's ``serve``)
+#: models would load, SQLAlchemy's ORM (``signoff_runtime.engine_only``), zstandard, which
+#: httpx would load only to offer zstd, and cryptography (≈ 8 MB), which PyJWT would load for
+#: algorithms only an external issuer's tokens need (``signoff_cli`` and each service's ``serve``)
 NOT_IN_A_SERVICE = (
     "typer",
     "shellingham",
@@ -179,27 +180,26 @@ NOT_IN_A_SERVICE = (
     "pydantic.v1",
     "sqlalchemy.orm",
     "zstandard",
-    "cryptography.x509.base",  # cryptography.x509 is imported deferred: its body has not run
+    "cryptography",
 )
 
 
 #: what one service does not load to start, on top of ``NOT_IN_A_SERVICE`` (issue 18): PyJWT where
-#: no route checks a token, cryptography (≈ 7 MB) where neither a token nor a contract is checked
+#: no route checks a token, PyNaCl where neither a token nor a contract is checked
 #: (``signoff_runtime.keys``, ``signoff_runtime.audiences``), aiosmtplib until an e-mail is sent,
 #: FastAPI (≈ 5 MB) where there is no API, only probes and the scrape
 NOT_IN = {
     "agent": (),
     "proposals": ("aiosmtplib",),
     "executor": ("jwt", "signoff_runtime.tokens", "fastapi"),
-    "reconciler": ("jwt", "signoff_runtime.tokens", "cryptography", "fastapi"),
+    "reconciler": ("jwt", "signoff_runtime.tokens", "nacl", "fastapi"),
 }
 
 
-@pytest.mark.parametrize("service", ["agent", "proposals", "executor", "reconciler"])
-def test_signoff_serve_builds_the_service_without_the_command_line(service: str) -> None:
+def _serve_and_list(service: str, unwanted: tuple[str, ...], **env: str) -> tuple[str, str]:
     """The whole of ``signoff serve NAME`` up to the server's start (``uvicorn.run`` recorded, not
-    run: no connection is made), then which of ``NOT_IN_A_SERVICE`` and the service's own
-    ``NOT_IN`` is in ``sys.modules``."""
+    run: no connection is made); then the ``ws`` it was given and which of ``unwanted`` is in
+    ``sys.modules``."""
     code = (
         "import sys\n"
         "import uvicorn\n"
@@ -208,15 +208,33 @@ def test_signoff_serve_builds_the_service_without_the_command_line(service: str)
         f"sys.argv[1:] = ['serve', {service!r}]\n"
         "from signoff_cli.main import main\n"
         "main()\n"
-        f"unwanted = {NOT_IN_A_SERVICE + NOT_IN[service]!r}\n"
+        f"unwanted = {unwanted!r}\n"
         "print('ws:', [kw.get('ws') for kw in calls])\n"
         "print('imported:', sorted(name for name in unwanted if sys.modules.get(name)))\n"
     )
-    env = {**os.environ, "SIGNOFF_ENV": "test", "SIGNOFF_LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "SIGNOFF_ENV": "test", "SIGNOFF_LOG_LEVEL": "WARNING", **env}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
     )
     assert done.returncode == 0, done.stderr
     *_, ws, imported = done.stdout.strip().splitlines()
-    assert ws == "ws: ['none']", done.stdout
-    assert imported == "imported: []", done.stdout
+    return ws, imported
+
+
+@pytest.mark.parametrize("service", ["agent", "proposals", "executor", "reconciler"])
+def test_signoff_serve_builds_the_service_without_the_command_line(service: str) -> None:
+    ws, imported = _serve_and_list(service, NOT_IN_A_SERVICE + NOT_IN[service])
+    assert ws == "ws: ['none']"
+    assert imported == "imported: []"
+
+
+def test_a_service_that_checks_an_external_issuers_tokens_loads_cryptography_x509_deferred() -> (
+    None
+):
+    """RS256 and ES256 (``SIGNOFF_AUTH__JWKS_URL``) are cryptography's: PyJWT loads it, and its
+    X.509 package (certificates, which signoff never reads) is imported deferred, not run
+    (``signoff_runtime.deferred``)."""
+    url = "https://idp.example/.well-known/jwks.json"
+    unwanted = ("cryptography", "cryptography.x509.base", "nacl")
+    _, imported = _serve_and_list("proposals", unwanted, SIGNOFF_AUTH__JWKS_URL=url)
+    assert imported == "imported: ['cryptography', 'nacl']"

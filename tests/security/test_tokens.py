@@ -9,6 +9,7 @@ while it is fetched, and tokens naming an unknown ``kid`` are refused without a 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -32,7 +33,8 @@ from signoff_runtime.tokens import (
 from signoff_runtime.topology import ROLES
 
 LOCAL = AuthSettings()
-DEV = keys.private_key(keys.DEV_ONLY_TOKEN_PRIVATE_KEY)
+# PyJWT's annotations name cryptography's key classes; it takes PyNaCl's (signoff_runtime.eddsa)
+DEV: Any = keys.private_key(keys.DEV_ONLY_TOKEN_PRIVATE_KEY)
 KID = {"kid": keys.DEV_ONLY_TOKEN_KID}
 
 
@@ -229,23 +231,97 @@ def test_a_malformed_key_stops_the_settings_without_quoting_it(
         IssuerSettings(private_key=SecretStr(keys.DEV_ONLY_TOKEN_PUBLIC_KEY + "xx"))
 
 
-def test_keys_are_read_as_pem_or_base64url() -> None:
+def _openssl_pems() -> tuple[Any, str, str]:
+    """A key made by cryptography (OpenSSL) with its PEMs: what ``openssl genpkey`` writes."""
     from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    key = _other_key()
-    pem = key.public_key().public_bytes(
+    key = Ed25519PrivateKey.generate()
+    public = key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    private_pem = key.private_bytes(
+    private = key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    issuer = IssuerSettings(private_key=SecretStr(private_pem.decode()))
-    settings = AuthSettings(public_keys={issuer.kid(): pem.decode()})
+    return key, private.decode(), public.decode()
+
+
+def _pem(label: str, der: bytes) -> str:
+    body = base64.b64encode(der).decode()
+    return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----\n"
+
+
+def test_keys_are_read_as_pem_or_base64url() -> None:
+    key, private_pem, public_pem = _openssl_pems()
+    issuer = IssuerSettings(private_key=SecretStr(private_pem))
+    settings = AuthSettings(public_keys={issuer.kid(): public_pem})
     token = issue_token(issuer, "usr_1", "org_1")
     assert verify_token(settings, token, audience=AGENT_AUDIENCE).sub == "usr_1"
-    assert issuer.kid() == keys.derived_kid(key.public_key())
+    raw = base64.urlsafe_b64encode(key.public_key().public_bytes_raw()).rstrip(b"=").decode()
+    assert issuer.kid() == keys.derived_kid(keys.public_key(raw))
+    assert bytes(keys.public_key(public_pem)) == key.public_key().public_bytes_raw()
+
+
+def test_a_pkcs8_key_with_its_public_half_is_read_and_a_mismatched_half_refused() -> None:
+    """RFC 8410's second form of a private key (OneAsymmetricKey v2) carries the public key
+    after the seed; it is read when that half belongs to the seed, refused when it does not."""
+    key, _, _ = _openssl_pems()
+    seed, public = key.private_bytes_raw(), key.public_key().public_bytes_raw()
+    v2 = bytes.fromhex("3051020101300506032b657004220420") + seed + bytes.fromhex("812100")
+    assert bytes(keys.private_key(_pem("PRIVATE KEY", v2 + public)).verify_key) == public
+    other = _openssl_pems()[0].public_key().public_bytes_raw()
+    with pytest.raises(keys.InvalidKey):
+        keys.private_key(_pem("PRIVATE KEY", v2 + other))
+
+
+@pytest.mark.parametrize(
+    ("label", "der_hex"),
+    [
+        # X25519 (OID 1.3.101.110): the same shape as an Ed25519 key, another algorithm
+        ("PRIVATE KEY", "302e020100300506032b656e04220420" + "11" * 32),
+        ("PUBLIC KEY", "302a300506032b656e032100" + "22" * 32),
+        # Ed25519's prefix with a byte too few or too many
+        ("PRIVATE KEY", "302e020100300506032b657004220420" + "11" * 31),
+        ("PUBLIC KEY", "302a300506032b6570032100" + "22" * 33),
+        # a public key where a private one is asked for, and the reverse
+        ("PRIVATE KEY", "302a300506032b6570032100" + "22" * 32),
+        ("PUBLIC KEY", "302e020100300506032b657004220420" + "11" * 32),
+        # an encrypted private key (PKCS #8's EncryptedPrivateKeyInfo label)
+        ("ENCRYPTED PRIVATE KEY", "302e020100300506032b657004220420" + "11" * 32),
+    ],
+)
+def test_a_pem_that_is_not_an_ed25519_key_of_its_kind_is_refused(label: str, der_hex: str) -> None:
+    text = _pem(label, bytes.fromhex(der_hex))
+    for read in (keys.private_key, keys.public_key):
+        with pytest.raises(keys.InvalidKey):
+            read(text)
+
+
+def test_tokens_and_signatures_are_standard_ed25519_both_ways() -> None:
+    """PyNaCl signs and checks what cryptography (OpenSSL) does: a token signed by either
+    verifies with the other's public key, and a bit flipped in it is refused by both."""
+    key, private_pem, public_pem = _openssl_pems()
+    ours = keys.private_key(private_pem)
+    message = b"header.payload"
+    signature = ours.sign(message).signature
+    key.public_key().verify(signature, message)  # raises if OpenSSL disagrees
+    theirs = key.sign(message)
+    assert keys.public_key(public_pem).verify(message, theirs) == message
+    token = jwt.encode(claims(), key, algorithm="EdDSA", headers=KID)
+    public: Any = keys.public_key(public_pem)
+    found = jwt.decode(token, public, algorithms=["EdDSA"], audience=AGENT_AUDIENCE)
+    assert found["sub"] == claims()["sub"]
+    head, payload, sig = token.split(".")
+    flipped = sig[:-2] + ("A" if sig[-2] != "A" else "B") + sig[-1]
+    with pytest.raises(jwt.InvalidSignatureError):
+        jwt.decode(
+            f"{head}.{payload}.{flipped}",
+            public,
+            algorithms=["EdDSA"],
+            audience=AGENT_AUDIENCE,
+        )
 
 
 def test_the_keys_and_tokens_never_reach_a_log_line(capsys: pytest.CaptureFixture[str]) -> None:

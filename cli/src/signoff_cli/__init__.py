@@ -20,6 +20,11 @@ if sys.argv[1:2] == ["serve"]:
     # of the agent and the proposals service (issue 18) for a check that finds none, as signoff
     # has no pydantic.v1 model; absent, FastAPI takes it that there are none
     sys.modules.setdefault("pydantic.v1", None)  # type: ignore[arg-type]
+    # Tokens and contracts are Ed25519 on PyNaCl (signoff_runtime.eddsa, keys); PyJWT would
+    # still load cryptography's Rust module (≈ 8 MB) for algorithms no service uses, unless a
+    # service checks an external issuer's RS256 or ES256 tokens (SIGNOFF_AUTH__JWKS_URL)
+    if not os.environ.get("SIGNOFF_AUTH__JWKS_URL"):
+        sys.modules.setdefault("cryptography", None)  # type: ignore[arg-type]
     os.environ.setdefault("TYPER_USE_RICH", "0")
     # SQLAlchemy's asyncio engine without the ORM its package imports for AsyncSession, which
     # no service uses: ≈ 40 modules and 6 to 8 MB of each service (signoff_runtime.engine_only)
@@ -27,8 +32,8 @@ if sys.argv[1:2] == ["serve"]:
 
     engine_only.install()
     # cryptography's X.509 classes, which PyJWT imports for certificates signoff never reads,
-    # run on first use instead: 0.8 to 1.7 MB of each service that checks a token
-    # (signoff_runtime.deferred)
+    # run on first use instead where cryptography is loaded (an external issuer's tokens):
+    # 0.8 to 1.7 MB (signoff_runtime.deferred)
     deferred.install()
     # glibc's mmap threshold fixed, so large freed buffers leave the process (≈ 4 MB off the
     # proposals service's peak; signoff_runtime.allocator)

@@ -243,9 +243,10 @@ def _bad_tokens(service, user: str, org: str) -> dict[str, str | None]:
         "exp": now + 600,
     }
     _, other_private, _ = keys.generate()
-    other = keys.private_key(other_private)
+    # PyJWT's annotations name cryptography's key types; it takes PyNaCl's (signoff_runtime.eddsa)
+    other: Any = keys.private_key(other_private)
     kid = {"kid": keys.DEV_ONLY_TOKEN_KID}
-    dev = keys.private_key(keys.DEV_ONLY_TOKEN_PRIVATE_KEY)
+    dev: Any = keys.private_key(keys.DEV_ONLY_TOKEN_PRIVATE_KEY)
     return {
         "missing": None,
         "garbage": "not-a-jwt",

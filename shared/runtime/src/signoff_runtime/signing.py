@@ -15,8 +15,8 @@ import functools
 from datetime import datetime
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from nacl.exceptions import CryptoError
+from nacl.signing import SigningKey, VerifyKey
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ExecutionContract
 
@@ -25,12 +25,12 @@ from signoff_runtime.key_settings import ContractSigningSettings, ContractVerify
 
 
 @functools.lru_cache(maxsize=8)
-def _private(text: str) -> Ed25519PrivateKey:
+def _private(text: str) -> SigningKey:
     return keys.private_key(text)
 
 
 @functools.lru_cache(maxsize=32)
-def _public(text: str) -> Ed25519PublicKey:
+def _public(text: str) -> VerifyKey:
     return keys.public_key(text)
 
 
@@ -75,7 +75,7 @@ def issue(
 
 def sign(contract: ExecutionContract, settings: ContractSigningSettings) -> ExecutionContract:
     key = _private(settings.signing_key.get_secret_value())
-    signature = keys.b64url(key.sign(contract.signing_payload()))
+    signature = keys.b64url(key.sign(contract.signing_payload()).signature)
     return contract.model_copy(update={"signature": signature, "key_id": settings.kid()})
 
 
@@ -90,7 +90,7 @@ def verify(contract: ExecutionContract, settings: ContractVerifyingSettings) -> 
         signature = base64.urlsafe_b64decode(
             contract.signature + "=" * (-len(contract.signature) % 4)
         )
-        _public(trusted).verify(signature, contract.signing_payload())
-    except (InvalidSignature, binascii.Error, ValueError):
+        _public(trusted).verify(contract.signing_payload(), signature)
+    except (CryptoError, binascii.Error, ValueError):
         return False
     return True

@@ -33,16 +33,18 @@ from collections import OrderedDict
 from typing import Any
 
 import jwt
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from nacl.signing import VerifyKey
 from pydantic import BaseModel, ConfigDict
 
-from signoff_runtime import jwks, keys
+from signoff_runtime import eddsa, jwks, keys
 from signoff_runtime.audiences import AGENT_AUDIENCE as AGENT_AUDIENCE
 from signoff_runtime.audiences import AUDIENCES as AUDIENCES
 from signoff_runtime.audiences import PROPOSALS_AUDIENCE as PROPOSALS_AUDIENCE
 from signoff_runtime.key_settings import AuthSettings, IssuerSettings
 
-ALGORITHM = "EdDSA"
+ALGORITHM = eddsa.NAME
+# EdDSA is PyNaCl's, not cryptography's (≈ 8 MB of a process that loads it: signoff_runtime.eddsa)
+eddsa.install()
 
 
 class Claims(BaseModel):
@@ -102,7 +104,7 @@ def _private(text: str) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _public(text: str) -> Ed25519PublicKey:
+def _public(text: str) -> VerifyKey:
     return keys.public_key(text)
 
 
