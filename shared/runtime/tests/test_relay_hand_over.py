@@ -164,3 +164,28 @@ async def test_a_row_handed_over_after_a_take_published_it_is_not_published_agai
             lambda: _sent_at(engine, later.message.message_id), what="a later row to be sent"
         )
     assert await _queued(amqp_url, topology) == [message_id, later.message.message_id]
+
+
+async def test_a_hand_over_has_written_its_publishes_before_the_writer_carries_on(
+    engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
+) -> None:
+    """What the next hop waits for leaves first: once the writer's unit of work has ended (its
+    hand-over awaited), the relay has published the row and aiormq's writer has taken the frames
+    off its queue and written them, before the writer's own next step (its HTTP answer, its ack)
+    can run. Three turns of the loop: the relay starts the round, the round's publish puts its
+    frames on the write queue, the connection's writer writes them."""
+    relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=60)
+    async with _running(relay):
+        first = _outgoing(topology)  # the first publish to an exchange checks it: a round trip
+        async with unit_of_work(engine) as uow:
+            await enqueue(uow.conn, table, [first])
+        await wait_until(lambda: _sent_at(engine, first.message.message_id), what="a first row")
+        assert relay._channel is not None
+        underlay: Any = await relay._channel.get_underlay_channel()
+        published = underlay.delivery_tag
+        out = _outgoing(topology)
+        async with unit_of_work(engine) as uow:
+            await enqueue(uow.conn, table, [out])
+        # nothing awaited since the unit of work ended
+        assert (underlay.delivery_tag, underlay.write_queue.qsize()) == (published + 1, 0)
+        await wait_until(lambda: _sent_at(engine, out.message.message_id), what="the row sent")

@@ -223,8 +223,11 @@ def _hand_over(
     async def hand_over() -> None:
         offer(rows)
         # let the relay publish before the writer carries on (its answer, its ack, its log
-        # line): the messages are what the next hop waits for. Two turns of the loop: one for
-        # the relay to start the round, one for the round's publishes to be written.
+        # line): the messages are what the next hop waits for. Three turns of the loop: the
+        # relay starts the round, the round's publishes put their frames on aiormq's write
+        # queue, the connection's writer task writes them (with two, the writer's own next
+        # step ran first: ≈ 1 ms of an HTTP answer before the contract left)
+        await asyncio.sleep(0)
         await asyncio.sleep(0)
         await asyncio.sleep(0)
 
