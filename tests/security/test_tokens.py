@@ -352,3 +352,20 @@ def test_signoff_keys_generate_prints_a_pair_the_settings_accept() -> None:
     services = AuthSettings(public_keys={pair["kid"]: pair["public_key"]})
     token = issue_token(issuer, "usr_1", "org_1", audience=PROPOSALS_AUDIENCE)
     assert verify_token(services, token, audience=PROPOSALS_AUDIENCE).sub == "usr_1"
+
+
+def test_the_eddsa_algorithms_jwk_round_trips_and_refuses_other_keys() -> None:
+    """``signoff_runtime.eddsa``'s JWK form (RFC 8037): a key written and read back is the same
+    key; another curve, or a private JWK whose ``x`` is not its ``d``'s, is refused."""
+    from jwt.exceptions import InvalidKeyError
+    from signoff_runtime.eddsa import Ed25519
+
+    private = keys.private_key(keys.generate()[1])
+    public = private.verify_key
+    assert bytes(Ed25519.from_jwk(Ed25519.to_jwk(public))) == bytes(public)
+    written = Ed25519.to_jwk(private, as_dict=True)
+    assert bytes(Ed25519.from_jwk(written)) == bytes(private)
+    other = Ed25519.to_jwk(keys.private_key(keys.generate()[1]).verify_key, as_dict=True)
+    for refused in ({**written, "x": other["x"]}, {**other, "crv": "X25519"}, {"kty": "OKP"}):
+        with pytest.raises(InvalidKeyError):
+            Ed25519.from_jwk(refused)
