@@ -228,9 +228,7 @@ def test_signoff_serve_builds_the_service_without_the_command_line(service: str)
     assert imported == "imported: []"
 
 
-def test_a_service_that_checks_an_external_issuers_tokens_loads_cryptography_x509_deferred() -> (
-    None
-):
+def test_with_an_external_issuer_a_service_loads_cryptography_its_x509_deferred() -> None:
     """RS256 and ES256 (``SIGNOFF_AUTH__JWKS_URL``) are cryptography's: PyJWT loads it, and its
     X.509 package (certificates, which signoff never reads) is imported deferred, not run
     (``signoff_runtime.deferred``)."""

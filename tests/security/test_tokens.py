@@ -259,7 +259,7 @@ def test_keys_are_read_as_pem_or_base64url() -> None:
     settings = AuthSettings(public_keys={issuer.kid(): public_pem})
     token = issue_token(issuer, "usr_1", "org_1")
     assert verify_token(settings, token, audience=AGENT_AUDIENCE).sub == "usr_1"
-    raw = base64.urlsafe_b64encode(key.public_key().public_bytes_raw()).rstrip(b"=").decode()
+    raw = keys.b64url(key.public_key().public_bytes_raw())
     assert issuer.kid() == keys.derived_kid(keys.public_key(raw))
     assert bytes(keys.public_key(public_pem)) == key.public_key().public_bytes_raw()
 

@@ -32,7 +32,7 @@ import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import jwt
 import pytest
@@ -351,10 +351,11 @@ async def test_negative_control_trusting_the_committed_keys_lets_any_code_mint(
     stack: Stack,
 ) -> None:
     org, token, proposal_id = await pending_refund(stack)
+    dev: Any = keys.private_key(keys.DEV_ONLY_TOKEN_PRIVATE_KEY)  # PyJWT takes PyNaCl's keys
     forged = jwt.encode(
         {"sub": org["users"]["manager"]["id"], "org": org["id"], "iss": "signoff",
          "aud": PROPOSALS_AUDIENCE, "exp": 4_000_000_000},
-        cast(Any, keys.private_key(keys.DEV_ONLY_TOKEN_PRIVATE_KEY)),
+        dev,
         algorithm="EdDSA",
         headers={"kid": "dev-only-token"},
     )  # fmt: skip

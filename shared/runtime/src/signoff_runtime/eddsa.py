@@ -27,8 +27,11 @@ from nacl.signing import SigningKey, VerifyKey
 NAME = "EdDSA"
 
 
-def _from_cryptography(key: Any) -> SigningKey | VerifyKey | None:
-    """cryptography's Ed25519 key as PyNaCl's, by its raw bytes (no cryptography import)."""
+def _nacl(key: Any) -> SigningKey | VerifyKey | None:
+    """``key`` as PyNaCl's: itself, or cryptography's Ed25519 key by its raw bytes (no
+    cryptography import); ``None`` for anything else."""
+    if isinstance(key, (SigningKey, VerifyKey)):
+        return key
     kind = type(key).__name__
     if kind == "Ed25519PrivateKey" and callable(raw := getattr(key, "private_bytes_raw", None)):
         return SigningKey(raw())
@@ -41,12 +44,10 @@ class Ed25519(Algorithm):
     """EdDSA with Ed25519 keys (RFC 8037), signed and checked by libsodium."""
 
     def prepare_key(self, key: Any) -> SigningKey | VerifyKey:
-        if isinstance(key, (SigningKey, VerifyKey)):
-            return key
-        converted = _from_cryptography(key)
-        if converted is None:
+        prepared = _nacl(key)
+        if prepared is None:
             raise InvalidKeyError("EdDSA needs an Ed25519 key object")
-        return converted
+        return prepared
 
     def sign(self, msg: bytes, key: Any) -> bytes:
         prepared = self.prepare_key(key)
@@ -65,10 +66,7 @@ class Ed25519(Algorithm):
 
     @staticmethod
     def to_jwk(key_obj: Any, as_dict: bool = False) -> Any:
-        if isinstance(key_obj, (SigningKey, VerifyKey)):
-            key: SigningKey | VerifyKey | None = key_obj
-        else:
-            key = _from_cryptography(key_obj)
+        key = _nacl(key_obj)
         if key is None:
             raise InvalidKeyError("not an Ed25519 key")
         public = key.verify_key if isinstance(key, SigningKey) else key
