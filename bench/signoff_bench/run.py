@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -125,12 +125,38 @@ async def _until_quiet(r: Rig, timeout: float = 300.0) -> None:
         await asyncio.sleep(0.1)
 
 
+async def search_rates(
+    rates: Sequence[float], refine: int, attempt: Callable[[float], Awaitable[bool]]
+) -> None:
+    """Offer ``rates`` in turn until one misses the bound, then halve the gap between the highest
+    rate that held and the lowest that missed, ``refine`` times (whole rates per second). Fixed
+    steps alone can report half what a side holds (25/s held, 50/s missed: 25 reported)."""
+    low, high = 0.0, None
+    for rate in rates:
+        if not await attempt(rate):
+            high = float(rate)
+            break
+        low = float(rate)
+    if high is None:
+        return
+    for _ in range(refine):
+        middle = float(round((low + high) / 2))
+        if not low < middle < high:
+            return
+        if await attempt(middle):
+            low = middle
+        else:
+            high = middle
+
+
 async def open_loop(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
     """Approvals offered at each rate for ``open_seconds``, stepped up until p99
-    approve→outcome exceeds the bound; signoff and raw-minimal, alternating first."""
+    approve→outcome exceeds the bound, then the gap bisected (``search_rates``); signoff and
+    raw-minimal, alternating first."""
     sides = ["signoff", "raw-minimal"][:: -1 if repeat % 2 else 1]
     for side in sides:
-        for rate in config.open_rates:
+
+        async def attempt(rate: float, side: str = side) -> bool:
             n = max(1, int(rate * config.open_seconds))
             if side == "signoff":
                 ids = await r.signoff.prepare(n)
@@ -152,8 +178,9 @@ async def open_loop(r: Rig, config: BenchConfig, run: Run, repeat: int) -> None:
                 failed=step.failed,
             )
             run.open_loop.append(step)
-            if not step.held:
-                break
+            return step.held
+
+        await search_rates(config.open_rates, config.open_refine, attempt)
     await r.windows.close(_quiet_all(r))  # the open loop counts no commits or CPU: discarded
 
 

@@ -47,6 +47,9 @@ class BenchConfig:
     repeats: int
     #: the open loop's rates (approvals per second), stepped up until p99 exceeds the bound
     open_rates: tuple[int, ...]
+    #: how many times the open loop halves the gap between the highest rate that held and the
+    #: lowest that missed (``run.search_rates``)
+    open_refine: int
     #: how long each open-loop step offers approvals (s)
     open_seconds: float
     #: the open loop's bound on approve→outcome p99 (ms)
@@ -80,6 +83,7 @@ def load() -> BenchConfig:
         scaling_window=int(os.environ.get("BENCH_SCALING_WINDOW", "1")),
         repeats=_ints("BENCH_REPEATS", "1" if smoke else "3")[0],
         open_rates=_ints("BENCH_OPEN_RATES", "10,20" if smoke else "25,50,100,150,200,300,400"),
+        open_refine=_ints("BENCH_OPEN_REFINE", "0" if smoke else "2")[0],
         open_seconds=float(os.environ.get("BENCH_OPEN_SECONDS", "2" if smoke else "10")),
         open_p99_ms=float(os.environ.get("BENCH_OPEN_P99_MS", "100")),
         growth_samples=_ints("BENCH_GROWTH_SAMPLES", "5" if smoke else "40")[0],
