@@ -83,7 +83,7 @@ def load() -> BenchConfig:
         scaling_window=int(os.environ.get("BENCH_SCALING_WINDOW", "1")),
         repeats=_ints("BENCH_REPEATS", "1" if smoke else "3")[0],
         open_rates=_ints("BENCH_OPEN_RATES", "10,20" if smoke else "25,50,100,150,200,300,400"),
-        open_refine=_ints("BENCH_OPEN_REFINE", "0" if smoke else "2")[0],
+        open_refine=int(os.environ.get("BENCH_OPEN_REFINE", "0" if smoke else "2")),
         open_seconds=float(os.environ.get("BENCH_OPEN_SECONDS", "2" if smoke else "10")),
         open_p99_ms=float(os.environ.get("BENCH_OPEN_P99_MS", "100")),
         growth_samples=_ints("BENCH_GROWTH_SAMPLES", "5" if smoke else "40")[0],
