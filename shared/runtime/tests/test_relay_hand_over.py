@@ -15,18 +15,18 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import aio_pika
 import asyncpg
 import pytest
 import pytest_asyncio
 from signoff_contracts.v1 import Envelope
 from signoff_runtime.db import asyncpg_dsn
-from signoff_runtime.outbox import Outgoing, enqueue, notify_channel, outbox_table
+from signoff_runtime.outbox import Outgoing, enqueue, notify_channel
 from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.testing import wait_until
+from signoff_runtime.testing.outboxes import fresh_outbox, queued_ids
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from signoff_runtime.unit_of_work import unit_of_work
-from sqlalchemy import MetaData, Table, text
+from sqlalchemy import Table, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 pytestmark = pytest.mark.integration
@@ -36,12 +36,7 @@ SENTINEL = "sentinel"
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def table(engine: AsyncEngine) -> Table:
-    table = outbox_table(MetaData(), SCHEMA)
-    async with engine.begin() as conn:
-        await conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
-        await conn.run_sync(table.metadata.create_all)
-        await conn.execute(text(f"UPDATE {SCHEMA}.outbox SET sent_at = now()"))
-    return table
+    return await fresh_outbox(engine, SCHEMA)
 
 
 def _outgoing(topology: Topology) -> Outgoing:
@@ -54,18 +49,6 @@ async def _sent_at(engine: AsyncEngine, message_id: str) -> Any:
         return await conn.scalar(
             text(f"SELECT sent_at FROM {SCHEMA}.outbox WHERE message_id = :m"), {"m": message_id}
         )
-
-
-async def _queued(amqp_url: str, topology: Topology) -> list[str]:
-    connection = await aio_pika.connect(amqp_url)
-    async with connection:
-        queue = await (await connection.channel()).get_queue(
-            topology.name("executor.contracts"), ensure=False
-        )
-        ids = []
-        while (message := await queue.get(no_ack=True, fail=False)) is not None:
-            ids.append(str(message.message_id))
-        return ids
 
 
 @contextlib.asynccontextmanager
@@ -117,7 +100,7 @@ async def test_a_writer_in_a_unit_of_work_hands_its_rows_to_its_own_relay(
         await _notify_sentinel(engine, table)
         await wait_until(lambda: _heard(heard), what="our own NOTIFY")
     assert heard == [SENTINEL]  # the writer sent none
-    assert await _queued(amqp_url, topology) == [message_id]  # published once
+    assert await queued_ids(amqp_url, topology) == [message_id]  # published once
 
 
 async def test_a_writer_outside_a_unit_of_work_wakes_the_relay_by_notify(
@@ -133,7 +116,7 @@ async def test_a_writer_outside_a_unit_of_work_wakes_the_relay_by_notify(
         await _notify_sentinel(engine, table)
         await wait_until(lambda: _heard(heard), what="our own NOTIFY")
     assert heard == ["", SENTINEL]
-    assert await _queued(amqp_url, topology) == [message_id]
+    assert await queued_ids(amqp_url, topology) == [message_id]
 
 
 async def _heard(heard: list[str]) -> bool:
@@ -163,7 +146,7 @@ async def test_a_row_handed_over_after_a_take_published_it_is_not_published_agai
         await wait_until(
             lambda: _sent_at(engine, later.message.message_id), what="a later row to be sent"
         )
-    assert await _queued(amqp_url, topology) == [message_id, later.message.message_id]
+    assert await queued_ids(amqp_url, topology) == [message_id, later.message.message_id]
 
 
 async def test_a_hand_over_has_written_its_publishes_before_the_writer_carries_on(

@@ -8,15 +8,15 @@ import asyncio
 import contextlib
 from typing import Any
 
-import aio_pika
 import pytest
 import pytest_asyncio
 from signoff_contracts.v1 import Envelope
-from signoff_runtime.outbox import Outgoing, enqueue, outbox_table
+from signoff_runtime.outbox import Outgoing, enqueue
 from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.testing import wait_until
+from signoff_runtime.testing.outboxes import fresh_outbox, queued_ids
 from signoff_runtime.topology import ROUTING_KEYS, Topology
-from sqlalchemy import MetaData, Table, text
+from sqlalchemy import Table, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 pytestmark = pytest.mark.integration
@@ -27,12 +27,7 @@ WINDOW = 8
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def table(engine: AsyncEngine) -> Table:
-    table = outbox_table(MetaData(), SCHEMA)
-    async with engine.begin() as conn:
-        await conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
-        await conn.run_sync(table.metadata.create_all)
-        await conn.execute(text(f"UPDATE {SCHEMA}.outbox SET sent_at = now()"))
-    return table
+    return await fresh_outbox(engine, SCHEMA)
 
 
 class Counting(OutboxRelay):
@@ -68,18 +63,6 @@ async def _all_sent(engine: AsyncEngine) -> bool:
         return unsent == 0
 
 
-async def _queued(amqp_url: str, topology: Topology) -> list[str]:
-    connection = await aio_pika.connect(amqp_url)
-    async with connection:
-        queue = await (await connection.channel()).get_queue(
-            topology.name("executor.contracts"), ensure=False
-        )
-        ids = []
-        while (message := await queue.get(no_ack=True, fail=False)) is not None:
-            ids.append(str(message.message_id))
-        return ids
-
-
 async def test_a_backlog_has_at_most_the_window_under_way_and_every_row_goes_out_once(
     engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
 ) -> None:
@@ -104,5 +87,5 @@ async def test_a_backlog_has_at_most_the_window_under_way_and_every_row_goes_out
         with contextlib.suppress(asyncio.CancelledError):
             await task
     assert 1 < relay.most <= WINDOW, relay.most  # confirms overlap, never more than the window
-    queued = await _queued(amqp_url, topology)
+    queued = await queued_ids(amqp_url, topology)
     assert sorted(queued) == sorted(out.message.message_id for out in outgoing)

@@ -12,15 +12,15 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import aio_pika
 import pytest
 import pytest_asyncio
 from signoff_contracts.v1 import Envelope
-from signoff_runtime.outbox import Outgoing, enqueue, outbox_table
+from signoff_runtime.outbox import Outgoing, enqueue
 from signoff_runtime.relay import OutboxRelay
 from signoff_runtime.testing import wait_until
+from signoff_runtime.testing.outboxes import fresh_outbox, queued_ids
 from signoff_runtime.topology import ROUTING_KEYS, Topology
-from sqlalchemy import MetaData, Table, text
+from sqlalchemy import Table, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 pytestmark = pytest.mark.integration
@@ -39,12 +39,7 @@ class DiesBeforeConfirm(OutboxRelay):
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def table(engine: AsyncEngine) -> Table:
-    table = outbox_table(MetaData(), SCHEMA)
-    async with engine.begin() as conn:
-        await conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
-        await conn.run_sync(table.metadata.create_all)
-        await conn.execute(text(f"UPDATE {SCHEMA}.outbox SET sent_at = now()"))
-    return table
+    return await fresh_outbox(engine, SCHEMA)
 
 
 async def _enqueue(engine: AsyncEngine, table: Table, topology: Topology) -> Envelope:
@@ -61,18 +56,6 @@ async def _sent_at(engine: AsyncEngine, message: Envelope) -> Any:
             text(f"SELECT sent_at FROM {SCHEMA}.outbox WHERE message_id = :m"),
             {"m": message.message_id},
         )
-
-
-async def _queued(amqp_url: str, topology: Topology) -> list[str]:
-    connection = await aio_pika.connect(amqp_url)
-    async with connection:
-        queue = await (await connection.channel()).get_queue(
-            topology.name("executor.contracts"), ensure=False
-        )
-        ids = []
-        while (message := await queue.get(no_ack=True, fail=False)) is not None:
-            ids.append(str(message.message_id))
-        return ids
 
 
 @contextlib.asynccontextmanager
@@ -114,7 +97,7 @@ async def test_marking_sent_before_the_confirm_loses_the_message(
     async with _running(relay):
         await asyncio.wait_for(relay.attempted.wait(), 15)
     assert await _sent_at(engine, message) is not None
-    assert await _queued(amqp_url, topology) == []  # never published, never will be
+    assert await queued_ids(amqp_url, topology) == []  # never published, never will be
 
 
 async def test_the_switched_relay_still_publishes_when_nothing_fails(
@@ -123,5 +106,5 @@ async def test_the_switched_relay_still_publishes_when_nothing_fails(
     message = await _enqueue(engine, table, topology)
     relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=0.1, mark_before_confirm=True)
     async with _running(relay):
-        queued = await wait_until(lambda: _queued(amqp_url, topology), what="the publish")
+        queued = await wait_until(lambda: queued_ids(amqp_url, topology), what="the publish")
     assert queued == [message.message_id]
