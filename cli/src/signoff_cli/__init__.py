@@ -28,16 +28,13 @@ if sys.argv[1:2] == ["serve"]:
     os.environ.setdefault("TYPER_USE_RICH", "0")
     # SQLAlchemy's asyncio engine without the ORM its package imports for AsyncSession, which
     # no service uses: ≈ 40 modules and 6 to 8 MB of each service (signoff_runtime.engine_only)
-    from signoff_runtime import allocator, collector, deferred, engine_only, recorders
+    from signoff_runtime import allocator, collector, deferred, engine_only
 
     engine_only.install()
     # cryptography's X.509 classes, which PyJWT imports for certificates signoff never reads,
     # run on first use instead where cryptography is loaded (an external issuer's tokens):
     # 0.8 to 1.7 MB (signoff_runtime.deferred)
     deferred.install()
-    # FastStream's call recorders, one per handler and publisher, each with a MagicMock for a
-    # test broker that a service never runs: made on first use instead (signoff_runtime.recorders)
-    recorders.install()
     # glibc's mmap threshold fixed, so large freed buffers leave the process (≈ 4 MB off the
     # proposals service's peak; signoff_runtime.allocator)
     allocator.tune()
