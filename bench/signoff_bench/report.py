@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from signoff_bench.results import Batch, GrowthRow, Run, spread
@@ -240,19 +240,26 @@ def memory(run: Run) -> str:
 
 
 def flatness(run: Run) -> dict[str, float] | None:
-    """Largest over smallest stored size, per growth metric (p50s and the sweep per row)."""
-    if len(run.growth) < 2:
+    """Largest over smallest stored size, per growth metric (p50s and the sweep per row), each
+    size's figure the mean of its visits (``growth.visits``: the smallest is measured before
+    the largest and again after it)."""
+    sizes = sorted({g.stored for g in run.growth})
+    if len(sizes) < 2:
         return None
-    first, last = run.growth[0], run.growth[-1]
 
     def per_row(g: GrowthRow) -> float:
         return g.sweep_ms / g.swept if g.swept else math.nan
 
-    return {
-        "pending list": last.list_ms["p50"] / first.list_ms["p50"],
-        "approval": last.approval_ms["p50"] / first.approval_ms["p50"],
-        "expiry sweep per row": per_row(last) / per_row(first),
+    figures: dict[str, Callable[[GrowthRow], float]] = {
+        "pending list": lambda g: g.list_ms["p50"],
+        "approval": lambda g: g.approval_ms["p50"],
+        "expiry sweep per row": per_row,
     }
+
+    def at(stored: int, figure: Callable[[GrowthRow], float]) -> float:
+        return statistics.fmean(figure(g) for g in run.growth if g.stored == stored)
+
+    return {name: at(sizes[-1], figure) / at(sizes[0], figure) for name, figure in figures.items()}
 
 
 def targets(run: Run) -> list[str]:
@@ -438,6 +445,9 @@ def block(run: Run) -> str:
             memory(run),
             "",
             "### Growth",
+            "",
+            "In the order measured: the sizes up, then back down (each size's figure for the "
+            "target is the mean of its visits).",
             "",
             growth(run),
             "",

@@ -20,7 +20,7 @@ from pathlib import Path
 import structlog
 
 from signoff_bench import infra, machine, profile, report
-from signoff_bench.growth import Growth
+from signoff_bench.growth import Growth, visits
 from signoff_bench.raw_side import MINIMAL, Plan
 from signoff_bench.results import Batch, Run, open_step
 from signoff_bench.rig import Rig, rig
@@ -276,7 +276,7 @@ async def main(config: BenchConfig) -> Run:
         keep_peaks(run, r)  # growth restarts the proposals service
         growth = Growth(r, config.growth_samples)
         await growth.start()
-        for stored in sorted(config.growth):
+        for stored in visits(config.growth):
             row = await growth.measure(stored)
             log.info("bench.growth", **asdict(row))
             run.growth.append(row)

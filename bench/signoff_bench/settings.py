@@ -77,7 +77,7 @@ def load() -> BenchConfig:
         smoke=smoke,
         n=_ints("BENCH_N", "20" if smoke else "400")[0],
         concurrency=_ints("BENCH_CONCURRENCY", "4" if smoke else "1,16,64"),
-        growth=_ints("BENCH_GROWTH", "1000" if smoke else "10000,100000,1000000"),
+        growth=_ints("BENCH_GROWTH", "1000,2000" if smoke else "10000,100000,1000000"),
         executors=_ints("BENCH_EXECUTORS", "1" if smoke else "1,2,4"),
         provider_delay_ms=int(os.environ.get("BENCH_PROVIDER_DELAY_MS", "100")),
         scaling_window=int(os.environ.get("BENCH_SCALING_WINDOW", "1")),
