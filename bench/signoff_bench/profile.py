@@ -20,6 +20,14 @@ from typing import Any
 #: the process's entry frames, on every stack: not informative as "inclusive" areas
 _ROOTS = {"<string>", "typer", "signoff_cli", "click"}
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^:()]+)(?::\d+)?\)$")
+#: the event loop's frame that runs a task's step or a callback: the frame above it names the work
+_STEP = "Handle._run"
+#: samples with no such frame: the main thread's loop itself (selecting, scheduling), another
+#: thread, or a stack py-spy could not walk to its root (it stops at a C extension's frames:
+#: asyncpg's protocol writing to its transport is most of these)
+LOOP = "(the event loop itself)"
+THREAD = "(another thread)"
+CUT = "(a stack cut short at a C extension)"
 
 
 def available() -> str | None:
@@ -71,6 +79,7 @@ def summarize(path: Path, top: int = 12) -> dict[str, Any]:
     areas: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     functions: Counter[str] = Counter()
+    tasks: Counter[str] = Counter()
     total = 0
     for line in path.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
@@ -83,6 +92,7 @@ def summarize(path: Path, top: int = 12) -> dict[str, Any]:
         total += n
         for area in {_area(m["file"]) for f in frames if (m := _FRAME.match(f))} - _ROOTS:
             inclusive[area] += n
+        tasks[task_of(frames)] += n
         if match is None:
             areas[leaf] += n
             functions[leaf] += n
@@ -97,7 +107,23 @@ def summarize(path: Path, top: int = 12) -> dict[str, Any]:
         "areas": [(a, round(100.0 * n / total, 1)) for a, n in areas.most_common(top)],
         "inclusive": [(a, round(100.0 * n / total, 1)) for a, n in inclusive.most_common(top + 4)],
         "functions": [(f, round(100.0 * n / total, 1)) for f, n in functions.most_common(top)],
+        "tasks": [(t, round(100.0 * n / total, 1)) for t, n in tasks.most_common(top)],
     }
+
+
+def task_of(frames: list[str]) -> str:
+    """What the event loop was running in a sample: the coroutine or callback right above its
+    innermost step (an HTTP request, a consumer, the outbox relay, aiormq's reader or writer),
+    so a service's CPU splits by the work it does, not only by the library it was in."""
+    steps = [i for i, frame in enumerate(frames) if frame.startswith(_STEP + " (")]
+    if not steps or steps[-1] + 1 == len(frames):
+        if frames[0].startswith("<module> ("):
+            return LOOP
+        return THREAD if frames[0].startswith("Thread._bootstrap (") else CUT
+    match = _FRAME.match(frames[steps[-1] + 1])
+    if match is None:
+        return frames[steps[-1] + 1]
+    return f"{match['func']} ({_area(match['file'])})"
 
 
 def markdown(service: str, found: dict[str, Any]) -> str:
@@ -106,9 +132,11 @@ def markdown(service: str, found: dict[str, Any]) -> str:
     areas = ", ".join(f"{a} {p} %" for a, p in found["areas"])
     within = ", ".join(f"{a} {p} %" for a, p in found["inclusive"])
     rows = "\n".join(f"| {f} | {p} |" for f, p in found["functions"])
+    tasks = ", ".join(f"{t} {p} %" for t, p in found.get("tasks", []))
     return (
         f"{service}, {found['samples']} samples (py-spy, 200 Hz, innermost frame).\n\n"
         f"Self time by area: {areas}.\n\n"
         f"Samples with a frame of the area anywhere on the stack: {within}.\n\n"
+        f"Samples by what the event loop was running: {tasks}.\n\n"
         f"| hottest functions (self) | % |\n|---|---|\n{rows}"
     )
