@@ -21,7 +21,7 @@ from typing import Any
 _ROOTS = {"<string>", "typer", "signoff_cli", "click"}
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^:()]+)(?::\d+)?\)$")
 #: the event loop's frame that runs a task's step or a callback: the frame above it names the work
-_STEP = "Handle._run"
+_STEP = "Handle._run ("
 #: samples with no such frame: the main thread's loop itself (selecting, scheduling), another
 #: thread, or a stack py-spy could not walk to its root (it stops at a C extension's frames:
 #: asyncpg's protocol writing to its transport is most of these)
@@ -93,13 +93,8 @@ def summarize(path: Path, top: int = 12) -> dict[str, Any]:
         for area in {_area(m["file"]) for f in frames if (m := _FRAME.match(f))} - _ROOTS:
             inclusive[area] += n
         tasks[task_of(frames)] += n
-        if match is None:
-            areas[leaf] += n
-            functions[leaf] += n
-            continue
-        area = _area(match["file"])
-        areas[area] += n
-        functions[f"{match['func']} ({area})"] += n
+        areas[leaf if match is None else _area(match["file"])] += n
+        functions[_label(leaf)] += n
     if not total:
         return {"samples": 0}
     return {
@@ -115,15 +110,18 @@ def task_of(frames: list[str]) -> str:
     """What the event loop was running in a sample: the coroutine or callback right above its
     innermost step (an HTTP request, a consumer, the outbox relay, aiormq's reader or writer),
     so a service's CPU splits by the work it does, not only by the library it was in."""
-    steps = [i for i, frame in enumerate(frames) if frame.startswith(_STEP + " (")]
-    if not steps or steps[-1] + 1 == len(frames):
-        if frames[0].startswith("<module> ("):
-            return LOOP
-        return THREAD if frames[0].startswith("Thread._bootstrap (") else CUT
-    match = _FRAME.match(frames[steps[-1] + 1])
-    if match is None:
-        return frames[steps[-1] + 1]
-    return f"{match['func']} ({_area(match['file'])})"
+    for i in range(len(frames) - 2, -1, -1):  # innermost first; a step with work above it
+        if frames[i].startswith(_STEP):
+            return _label(frames[i + 1])
+    if frames[0].startswith("<module> ("):
+        return LOOP
+    return THREAD if frames[0].startswith("Thread._bootstrap (") else CUT
+
+
+def _label(frame: str) -> str:
+    """A frame as the summary names it: ``func (area)``, or as py-spy wrote it if unparsed."""
+    match = _FRAME.match(frame)
+    return frame if match is None else f"{match['func']} ({_area(match['file'])})"
 
 
 def markdown(service: str, found: dict[str, Any]) -> str:
@@ -132,7 +130,7 @@ def markdown(service: str, found: dict[str, Any]) -> str:
     areas = ", ".join(f"{a} {p} %" for a, p in found["areas"])
     within = ", ".join(f"{a} {p} %" for a, p in found["inclusive"])
     rows = "\n".join(f"| {f} | {p} |" for f, p in found["functions"])
-    tasks = ", ".join(f"{t} {p} %" for t, p in found.get("tasks", []))
+    tasks = ", ".join(f"{t} {p} %" for t, p in found["tasks"])
     return (
         f"{service}, {found['samples']} samples (py-spy, 200 Hz, innermost frame).\n\n"
         f"Self time by area: {areas}.\n\n"
