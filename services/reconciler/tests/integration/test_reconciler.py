@@ -106,6 +106,8 @@ async def test_asks_until_the_provider_answers_then_reports_once(
         body = message.model_dump_json().encode()
         await publish(amqp_url, topology, body, message.message_id)
         await publish(amqp_url, topology, body, message.message_id)  # redelivered
+        # the copy comes once the check is open, so the check names the original as its cause
+        await wait_until(lambda: check_of(engine, message.attempt_id), what="the open check")
         again = message.model_copy(update={"message_id": new_id("msg")})  # re-published
         await publish(amqp_url, topology, again.model_dump_json().encode(), again.message_id)
         outcomes = await wait_until(
