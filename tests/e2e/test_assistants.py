@@ -265,7 +265,9 @@ async def test_a_duplicate_outcome_event_writes_one_follow_up_which_the_stream_d
     copies = [ProposalEvent(event="outcome", proposal=view, source="proposals") for _ in range(2)]
     for copy in (copies[0], copies[0], copies[1]):  # redelivered, and re-published anew
         body = copy.model_dump_json().encode()
-        await stack.publish("events", "proposal.outcome", body, message_id=copy.message_id)
+        await stack.publish(
+            "conversation-events", "proposal.outcome", body, message_id=copy.message_id
+        )
     await _handled(stack, [copy.message_id for copy in copies])
     follow_ups = await person.message_with(conversation, "proposal_succeeded")
     assert len(follow_ups) == 1

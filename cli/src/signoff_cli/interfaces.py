@@ -75,6 +75,9 @@ PUBLISHES: dict[str, tuple[Published, ...]] = {
         Published("contracts", "execution.contract", _types("ExecutionContract")),
         Published("events", "proposal.#", _types("ProposalEvent")),
         Published("events", "pause_point.#", _types("PausePointResolved")),
+        # a conversation's facts, which ``events`` also carries (``topology.FORWARDS``)
+        Published("conversation-events", "proposal.#", _types("ProposalEvent")),
+        Published("conversation-events", "pause_point.#", _types("PausePointResolved")),
     ),
     "executor": (
         Published("outcomes", "execution.outcome", _types("OutcomeReported")),
@@ -131,7 +134,8 @@ def asyncapi(service: str, prefix: str = "signoff") -> dict[str, Any]:
             op["reply"] = {"messages": [{"$ref": f"#/components/messages/{c.reply}"}]}
         operations[f"receive_{cid}"] = op
     for p in PUBLISHES[service]:
-        cid = f"{p.exchange}_{p.routing_key}".replace(".", "_").replace("#", "all")
+        cid = f"{p.exchange}_{p.routing_key}".replace(".", "_").replace("-", "_")
+        cid = cid.replace("#", "all")
         channels[cid] = {
             "address": p.routing_key,
             "messages": {t: {"$ref": f"#/components/messages/{t}"} for t in p.messages},

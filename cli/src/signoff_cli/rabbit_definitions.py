@@ -25,7 +25,7 @@ import hashlib
 import re
 from typing import Any
 
-from signoff_runtime.topology import EXCHANGES, QUEUES, REPLAYERS, ROLES, Role, Topology
+from signoff_runtime.topology import EXCHANGES, FORWARDS, QUEUES, REPLAYERS, ROLES, Role, Topology
 
 from signoff_cli.interfaces import CONSUMES, DLQ_CONSUMER, PUBLISHES
 
@@ -79,6 +79,8 @@ def definitions(prefix: str = "signoff", delivery_limit: int = 5) -> dict[str, A
             bindings.append(_binding(topo.name(spec.exchange), topo.name(spec.key), key))
         bindings.append(_binding(topo.name("replay"), topo.name(spec.key), topo.name(spec.key)))
         bindings.append(_binding(topo.name("dlx"), topo.dlq(spec.key), topo.name(spec.key)))
+    for source, destination, key in FORWARDS:
+        bindings.append(_binding(topo.name(source), topo.name(destination), key, "exchange"))
     users = [
         {
             "name": name,
@@ -139,12 +141,12 @@ def _queue(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _binding(source: str, queue: str, key: str) -> dict[str, Any]:
+def _binding(source: str, destination: str, key: str, kind: str = "queue") -> dict[str, Any]:
     return {
         "source": source,
         "vhost": VHOST,
-        "destination": queue,
-        "destination_type": "queue",
+        "destination": destination,
+        "destination_type": kind,
         "routing_key": key,
         "arguments": {},
     }

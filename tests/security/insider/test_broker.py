@@ -18,6 +18,7 @@ from typing import Any
 import e2e_broker_users
 import pytest
 from aio_pika.exceptions import ChannelClosed
+from assistants_kit import Person
 from e2e_stack import Stack
 from insider_kit import REFUND, command, propose_refund, publish, refused_as, restart
 from signoff_contracts.ids import new_id
@@ -44,6 +45,7 @@ WRITERS: dict[str, set[Role]] = {
     "contracts": {"proposals"},
     "outcomes": {"executor", "reconciler"},
     "events": {"proposals"},
+    "conversation-events": {"proposals"},
     "dlx": {"agent", "proposals", "executor", "reconciler"},
     "replay": {"cli"},
 }
@@ -201,9 +203,12 @@ async def test_allowed_senders_still_work_and_a_replay_is_accepted_for_its_origi
     separated_stack: Stack,
 ) -> None:
     stack = separated_stack
-    org = (await stack.seed())["organizations"][0]
-    token = stack.token(org["users"]["manager"], org)
-    proposal_id = await propose_refund(stack, org, token)  # agent → proposals, and the reply
+    person = Person(stack, (await stack.seed())["organizations"][0])
+    token = person.token
+    # a conversation's proposal (agent → proposals, and the reply), so its events reach the agent
+    conversation = await person.open()
+    messages = await person.say(conversation, "Check the discounts.")
+    [proposal_id] = [m["proposal_id"] for m in messages if m["code"] == "proposal_ready"]
     # an approval command from the web's user over request-reply (no permission but the write)
     reply = await command(stack, "web", ApproveProposal(token=token, proposal_id=proposal_id))
     assert reply["result"] == "claimed", reply
@@ -226,7 +231,7 @@ async def test_allowed_senders_still_work_and_a_replay_is_accepted_for_its_origi
     await publish(
         stack,
         "proposals",
-        "events",
+        "conversation-events",
         "proposal.outcome",
         json.dumps({"type": "proposal.event"}).encode(),
         message_id=unreadable,

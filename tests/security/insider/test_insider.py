@@ -211,7 +211,7 @@ def forgeries(proposal_id: str, org: str) -> list[tuple[str, bytes]]:
 ROUTES = {  # queue → (its exchange, its routing key)
     "executor.contracts": ("contracts", "execution.contract"),
     "proposals.outcomes": ("outcomes", "execution.outcome"),
-    "agent.events": ("events", "proposal.outcome"),
+    "agent.events": ("conversation-events", "proposal.outcome"),
 }
 
 

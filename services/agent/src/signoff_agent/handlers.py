@@ -1,5 +1,9 @@
 """The agent's AMQP consumer: proposal and pause-point events, handed back to conversations.
 
+Its queue hears only the events of proposals and pause points that belong to a conversation
+(``conversation-events``, ``docs/topology.md``): a proposal made through the machine-facing
+endpoint has nothing to hand back, so its events never come here.
+
 It consumes through ``signoff_runtime.batching.consume_batched``: the events waiting together
 (at most ``SIGNOFF_AMQP__BATCH_SIZE``) are handed back in one transaction and acknowledged after
 it committed; a batch that fails is handled again event by event through ``settle``, so an event

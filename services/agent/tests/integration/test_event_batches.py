@@ -67,7 +67,7 @@ async def _publish(amqp_url: str, topology: Topology, body: ProposalEvent | byte
     async with RabbitBroker(amqp_url) as broker:
         await broker.publish(
             raw,
-            exchange=topology.exchange("events"),
+            exchange=topology.exchange("conversation-events"),
             routing_key="proposal.created",
             message_id=message_id,
             content_type="application/json",

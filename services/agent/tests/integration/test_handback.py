@@ -66,7 +66,7 @@ async def _publish(amqp_url: str, topology: Topology, routing_key: str, message:
     async with RabbitBroker(amqp_url) as broker:
         await broker.publish(
             message.model_dump_json().encode(),
-            exchange=topology.exchange("events"),
+            exchange=topology.exchange("conversation-events"),
             routing_key=routing_key,
             message_id=message.message_id,
             content_type="application/json",

@@ -95,7 +95,7 @@ async def test_the_events_stream_shows_a_turn_an_event_started(
         async with RabbitBroker(amqp_url) as broker:
             await broker.publish(
                 event.model_dump_json().encode(),
-                exchange=topology.exchange("events"),
+                exchange=topology.exchange("conversation-events"),
                 routing_key="pause_point.resolved",
                 message_id=event.message_id,
                 user_id=broker_user(amqp_url),

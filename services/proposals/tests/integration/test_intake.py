@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import aio_pika
 import pytest
 from proposals_testkit import KIND, SECTION, drain_queue, pause_request, proposal_request
 from proposals_toy import STAMPED
@@ -17,6 +18,7 @@ from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import PausePointRequestReply, ProposalEvent, ProposalRequestReply
 from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.settings import LimitsSettings
+from signoff_runtime.testing import wait_until
 from signoff_runtime.topology import ROUTING_KEYS
 
 pytestmark = pytest.mark.integration
@@ -35,7 +37,13 @@ async def test_a_request_is_resolved_here_and_stored_pending_with_audit_and_even
     org = new_id("org")
     user = await service.member(org, "manager")
     account = await service.account(org, "Rue Cler Bakery")
-    msg = proposal_request(service.token(user, org), account, request={"occasion": "outage"})
+    conversation = new_id("cnv")
+    msg = proposal_request(
+        service.token(user, org),
+        account,
+        request={"occasion": "outage"},
+        conversation_id=conversation,
+    )
     reply = await service.send(msg)
 
     assert reply.accepted and reply.proposal is not None
@@ -63,15 +71,49 @@ async def test_a_request_is_resolved_here_and_stored_pending_with_audit_and_even
     [audit] = await service.audit(row.id)
     assert (audit.action, audit.actor, audit.detail["via"]) == ("created", user, "token")
     [event] = await service.outbox(row.id)
+    # a conversation's proposal: announced through the exchange the agent reads
     assert (event.exchange, event.routing_key) == (
-        service.topology.name("events"),
+        service.topology.name("conversation-events"),
         "proposal.created",
     )
     delivered = await drain_queue(amqp_url, service.topology.name("agent.events"))
     events = [ProposalEvent.model_validate_json(m.body) for m in delivered]
     # the queue is the module's: other tests' proposals may be announced there too (an expiry)
     [announced] = [e for e in events if e.proposal.id == row.id]
-    assert announced.event == "created"
+    assert (announced.event, announced.proposal.conversation_id) == ("created", conversation)
+
+
+async def test_every_event_reaches_readers_of_events_and_only_a_conversations_the_agent(
+    service, amqp_url
+):
+    """A proposal with no conversation (the machine-facing endpoint's) is announced on ``events``
+    alone; one of a conversation through ``conversation-events``, which forwards it there."""
+    org = new_id("org")
+    token = service.token(await service.member(org, "manager"), org)
+    read: list[str] = []
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        reader = await channel.declare_queue(exclusive=True)  # a third party's reader
+        await reader.bind(service.topology.name("events"), routing_key="proposal.#")
+        machine = await service.send(proposal_request(token, await service.account(org)))
+        chat = await service.send(
+            proposal_request(token, await service.account(org), conversation_id=new_id("cnv"))
+        )
+        assert machine.proposal is not None and chat.proposal is not None
+        ids = {machine.proposal.id, chat.proposal.id}
+
+        async def both_read() -> bool:
+            while (message := await reader.get(no_ack=True, fail=False)) is not None:
+                read.append(ProposalEvent.model_validate_json(message.body).proposal.id)
+            return ids <= set(read)
+
+        await wait_until(both_read, what="both proposals' events on a reader of events")
+    # both were routed once they are on the reader's queue: the agent's has all it will get
+    handed = await drain_queue(amqp_url, service.topology.name("agent.events"), at_least=0)
+    to_agent = [ProposalEvent.model_validate_json(m.body).proposal.id for m in handed]
+    assert sorted(i for i in read if i in ids) == sorted(ids)  # each once
+    assert [i for i in to_agent if i in ids] == [chat.proposal.id]
 
 
 async def test_the_preview_shown_and_the_arguments_stored_come_from_one_resolve_call(service):

@@ -39,9 +39,15 @@ EXCHANGES: dict[str, ExchangeKind] = {
     "contracts": "direct",  # signed execution contracts
     "outcomes": "direct",  # outcomes and reconciliation requests
     "events": "topic",  # proposal and pause-point facts, fanned out by topic
+    # the facts about a conversation's proposals and pause points: the agent's, forwarded whole
+    # to ``events`` (``FORWARDS``), so every reader of ``events`` still sees every fact
+    "conversation-events": "topic",
     "dlx": "direct",  # dead letters, routed by the original queue's name
     "replay": "direct",  # replayed dead letters, routed by the original queue's name
 }
+
+#: exchange-to-exchange bindings: (source, destination, routing key)
+FORWARDS: tuple[tuple[str, str, str], ...] = (("conversation-events", "events", "#"),)
 
 QUEUES: tuple[QueueSpec, ...] = (
     QueueSpec(
@@ -111,7 +117,7 @@ QUEUES: tuple[QueueSpec, ...] = (
     ),
     QueueSpec(
         "agent.events",
-        "events",
+        "conversation-events",
         "proposal.#",
         "hand outcomes and pause-point resolutions back to conversations",
         consumer="agent",
@@ -121,6 +127,20 @@ QUEUES: tuple[QueueSpec, ...] = (
 )
 
 ROUTING_KEYS = {spec.key: spec.routing_key for spec in QUEUES}
+
+#: bindings of earlier versions that ``declare`` removes: (queue key, exchange, routing key). The
+#: agent's queue used to take every event from ``events``, the facts about proposals with no
+#: conversation (all of the machine-facing endpoint's) included, and dropped those unread.
+RETIRED_BINDINGS: tuple[tuple[str, str, str], ...] = (
+    ("agent.events", "events", "proposal.#"),
+    ("agent.events", "events", "pause_point.#"),
+)
+
+
+def events_exchange(conversation_id: str | None) -> str:
+    """The exchange (short name) a fact about a proposal or pause point is published to: the
+    conversation's exchange if it has one (the agent hands it back), else ``events``."""
+    return "conversation-events" if conversation_id is not None else "events"
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +191,8 @@ class Topology:
             exchanges[short] = await channel.declare_exchange(
                 self.name(short), type=aio_pika.ExchangeType(kind), durable=True
             )
+        for source, destination, key in FORWARDS:
+            await exchanges[destination].bind(exchanges[source], routing_key=key)
         for spec in QUEUES:
             queue = await channel.declare_queue(
                 self.name(spec.key), durable=True, arguments=self.queue_arguments(spec.key)
@@ -182,6 +204,9 @@ class Topology:
                 self.dlq(spec.key), durable=True, arguments={"x-queue-type": "quorum"}
             )
             await dlq.bind(exchanges["dlx"], routing_key=self.name(spec.key))
+            for queue_key, exchange, routing_key in RETIRED_BINDINGS:
+                if queue_key == spec.key:  # RabbitMQ answers unbind-ok for a binding it lacks
+                    await queue.unbind(exchanges[exchange], routing_key=routing_key)
 
     async def delete(self, channel: aio_pika.abc.AbstractChannel) -> None:
         """Remove every queue and exchange of this prefix (tests clean up after themselves)."""

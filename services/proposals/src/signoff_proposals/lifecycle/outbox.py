@@ -5,7 +5,8 @@ statement (``signoff_runtime.outbox.enqueue_statement``), in the caller's transa
 is never audited without its messages, nor announced without its audit row. Transitions
 (``transitions``), the stuck sweep's contract copies and pause points all write through it.
 
-Events go to the ``events`` topic exchange (``proposal.<event>``, ``pause_point.<…>``); execution
+Events go to the ``events`` topic exchange (``proposal.<event>``, ``pause_point.<…>``), those of a
+conversation's proposals and pause points through ``conversation-events``; execution
 contracts go to the ``contracts`` exchange as ``execution.contract``. The contract is always
 built from the stored row (``decided_by``/``decided_at``/``execute_by`` as the claim's UPDATE
 returned them), so a copy re-published by the stuck sweep carries the same content and the same
@@ -20,7 +21,7 @@ from signoff_contracts.v1 import Envelope, ExecutionContract, ProposalEvent
 from signoff_runtime import outbox as runtime_outbox
 from signoff_runtime import signing, tracing
 from signoff_runtime.outbox import Hold, Outgoing
-from signoff_runtime.topology import ROUTING_KEYS
+from signoff_runtime.topology import ROUTING_KEYS, events_exchange
 from signoff_runtime.unit_of_work import UnitOfWork
 
 from signoff_proposals.context import Context
@@ -66,12 +67,16 @@ def event(ctx: Context, name: EventName, row: Stored, causation_id: str | None =
         correlation_id=row.id,
         causation_id=causation_id,
     )
-    return announcement(ctx, message, routing_key(name))
+    return announcement(ctx, message, routing_key(name), message.proposal.conversation_id)
 
 
-def announcement(ctx: Context, message: Envelope, key: str) -> Outgoing:
-    """``message`` to the ``events`` exchange under ``key``."""
-    return Outgoing(message, ctx.topology.name("events"), key)
+def announcement(
+    ctx: Context, message: Envelope, key: str, conversation_id: str | None
+) -> Outgoing:
+    """``message`` under ``key`` to ``events``, or to ``conversation-events`` (which forwards it
+    to ``events``) if it is about a conversation's proposal or pause point: only those reach the
+    agent, which has nothing to hand back for the others (``topology.events_exchange``)."""
+    return Outgoing(message, ctx.topology.name(events_exchange(conversation_id)), key)
 
 
 def contract(ctx: Context, row: Stored) -> tuple[ExecutionContract, Outgoing]:

@@ -216,15 +216,15 @@ async def _not_resolvable(ctx: Context, tx: UnitOfWork, row: Row[Any]) -> Approv
 
 async def _announce(ctx: Context, tx: UnitOfWork, rows: Sequence[Row[Any]], key: str) -> None:
     """``PausePointResolved`` for each of ``rows`` under ``key``, through the service's outbox."""
+    views = [pause_repo.view(row) for row in rows]
     messages = [
         outbox.announcement(
             ctx,
-            PausePointResolved(
-                pause_point=pause_repo.view(row), source=SOURCE, correlation_id=row.id
-            ),
+            PausePointResolved(pause_point=view, source=SOURCE, correlation_id=view.id),
             key,
+            view.conversation_id,
         )
-        for row in rows
+        for view in views
     ]
     await outbox.enqueue(ctx, tx, messages)
 
