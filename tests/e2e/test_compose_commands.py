@@ -87,8 +87,12 @@ async def load_definitions(amqp_url: str) -> None:
         for q in definitions["queues"]:
             await channel.declare_queue(q["name"], durable=q["durable"], arguments=q["arguments"])
         for b in definitions["bindings"]:
-            queue = await channel.get_queue(b["destination"], ensure=False)
-            await queue.bind(b["source"], routing_key=b["routing_key"])
+            destination: aio_pika.abc.AbstractQueue | aio_pika.abc.AbstractExchange
+            if b["destination_type"] == "exchange":  # a forward (topology.FORWARDS)
+                destination = await channel.get_exchange(b["destination"], ensure=False)
+            else:
+                destination = await channel.get_queue(b["destination"], ensure=False)
+            await destination.bind(b["source"], routing_key=b["routing_key"])
 
 
 def argv(service: dict[str, Any], name: str) -> list[str]:

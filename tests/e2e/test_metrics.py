@@ -9,9 +9,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from assistants_kit import Person
 from e2e_stack import Stack
 from signoff_runtime.testing import wait_until
-from test_lifecycle import propose_refund
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "deploy"))
 from deploy_files import (
@@ -59,9 +59,11 @@ async def test_documented_metrics_are_exposed_and_move(stack: Stack) -> None:
             families, _ = before[service]
             assert name in families, f"{name} not on {service}"
 
-    org = (await stack.seed())["organizations"][0]
-    token = stack.token(org["users"]["manager"], org)
-    proposal_id = await propose_refund(stack, org, token)
+    # a conversation's proposal: the agent hears only those (``signoff_agent_handbacks_total``)
+    person = Person(stack, (await stack.seed())["organizations"][0])
+    token = person.token
+    messages = await person.say(await person.open(), "Check the discounts.")
+    [proposal_id] = [m["proposal_id"] for m in messages if m["code"] == "proposal_ready"]
     assert (await stack.approve(token, proposal_id)).status_code == 200
     assert (await stack.settled(token, proposal_id))["status"] == "succeeded"
 
