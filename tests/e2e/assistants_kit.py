@@ -50,6 +50,12 @@ async def assistant_stack(
         await delete_topology(amqp_url, topology)
 
 
+def card(messages: list[dict[str, Any]]) -> str:
+    """The proposal id of the one card the assistant's reply ``messages`` hold."""
+    [ready] = [m for m in messages if m["code"] == "proposal_ready"]
+    return str(ready["proposal_id"])
+
+
 @asynccontextmanager
 async def model_admin(stack: Stack, script: str) -> AsyncIterator[ModelAdmin]:
     """The model server, reset and answering with ``script`` for the block."""
@@ -95,6 +101,12 @@ class Person:
         )
         assert response.status_code == 201, response.text
         return str(response.json()["id"])
+
+    async def propose_in_conversation(self) -> tuple[str, str]:
+        """The order assistant's refund, proposed in a new conversation of the order (the
+        scripted model's answer to "Check the discounts."): ``(conversation, proposal id)``."""
+        conversation = await self.open()
+        return conversation, card(await self.say(conversation, "Check the discounts."))
 
     async def say(self, conversation: str, content: str) -> list[dict[str, Any]]:
         response = await self.stack.http.post(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from assistants_kit import Person, assistant_stack, model_admin, tool_calls, tool_errors
+from assistants_kit import Person, assistant_stack, card, model_admin, tool_calls, tool_errors
 from e2e_stack import Stack
 from signoff_contracts.v1 import ProposalEvent, ProposalView
 from signoff_runtime.testing import wait_until
@@ -47,11 +47,6 @@ async def _manager(stack: Stack) -> Person:
     return Person(stack, (await stack.seed())["organizations"][0])
 
 
-def _card(messages: list[dict[str, Any]]) -> str:
-    [card] = [m for m in messages if m["code"] == "proposal_ready"]
-    return str(card["proposal_id"])
-
-
 async def test_the_order_assistant_proposes_the_refund_and_the_outcome_comes_back_without_it(
     stack: Stack,
 ) -> None:
@@ -61,7 +56,7 @@ async def test_the_order_assistant_proposes_the_refund_and_the_outcome_comes_bac
         messages = await person.say(conversation, "Was this order charged correctly?")
         assert [m["role"] for m in messages] == ["user", "app"]
         assert "review the card" in messages[-1]["text"]
-        proposal = await person.proposal(_card(messages))
+        proposal = await person.proposal(card(messages))
         calls = [name for name, _ in await tool_calls(model)]
         assert calls == ["get_order_investigation", "propose_payment_refund"]
         assert len(await model.requests()) == 2
@@ -91,7 +86,7 @@ async def test_the_email_assistant_counts_the_audience_and_proposes_a_draft(stac
     async with model_admin(stack, "club.email_demo") as model:
         conversation = await person.open("email")
         messages = await person.say(conversation, "Announce the spring bonspiel to everyone.")
-        proposal = await person.proposal(_card(messages))
+        proposal = await person.proposal(card(messages))
         calls = [name for name, _ in await tool_calls(model)]
         assert calls == ["list_segments", "count_audience", "propose_email_broadcast_draft"]
         tools = [t["function"]["name"] for t in (await model.requests())[0]["body"]["tools"]]
@@ -179,8 +174,7 @@ async def test_instructions_planted_in_the_order_data_cannot_leave_the_evidence(
 async def test_a_decline_reason_is_in_the_next_turns_context(stack: Stack) -> None:
     person = await _manager(stack)
     async with model_admin(stack, "club.order_demo") as model:
-        conversation = await person.open()
-        first = _card(await person.say(conversation, "Check the discounts."))
+        conversation, first = await person.propose_in_conversation()
         reason = "Please refund it as account credit instead"
         assert (await person.decline(first, reason)).status_code == 200
         [declined] = await person.message_with(conversation, "proposal_declined")
@@ -189,7 +183,7 @@ async def test_a_decline_reason_is_in_the_next_turns_context(stack: Stack) -> No
         sent = (await model.requests())[-2]["body"]["messages"]  # the new turn's first call
         context = "\n".join(m["content"] or "" for m in sent if m["role"] == "system")
         assert reason in context and first in context
-        second = await person.proposal(_card(messages))
+        second = await person.proposal(card(messages))
         assert second["preview"]["destination"] == "account_credit"
 
 
@@ -197,8 +191,7 @@ async def test_a_withdrawal_is_answered_in_the_conversation_like_a_decline(stack
     person = await _manager(stack)
     viewer = Person(stack, person.org, "viewer")
     async with model_admin(stack, "club.order_demo"):
-        conversation = await person.open()
-        first = _card(await person.say(conversation, "Check the discounts."))
+        conversation, first = await person.propose_in_conversation()
         refused = await stack.http.post(
             viewer.proposals(f"/v1/proposals/{first}/withdraw"), json={}, headers=viewer.headers
         )
@@ -224,8 +217,7 @@ async def test_a_revision_supersedes_the_card_and_a_claimed_proposal_cannot_be_r
     case = person.org["refund_case"]
     request = {k: case[k] for k in ("payment_id", "line_item_id", "discount_id")}
     async with model_admin(stack, "club.order_demo"):
-        conversation = await person.open()
-        old = _card(await person.say(conversation, "Check the discounts."))
+        conversation, old = await person.propose_in_conversation()
     sneaky = await person.revise(
         old, {**request, "destination": "account_credit", "amount_cents": 1}
     )
@@ -252,8 +244,7 @@ async def test_a_duplicate_outcome_event_writes_one_follow_up_which_the_stream_d
 ) -> None:
     person = await _manager(stack)
     async with model_admin(stack, "club.order_demo"):
-        conversation = await person.open()
-        proposal_id = _card(await person.say(conversation, "Check the discounts."))
+        conversation, proposal_id = await person.propose_in_conversation()
     seen: list[tuple[str, dict[str, Any]]] = []
     connected = asyncio.Event()
     listener = asyncio.create_task(_follow(person, conversation, seen, connected))
@@ -314,12 +305,12 @@ async def test_pending_cards_are_bounded_per_conversation_and_per_organization(
     async with model_admin(stack, "club.order_demo"):
         first = await person.open()
         for _ in range(PENDING_PER_CONVERSATION):
-            _card(await person.say(first, "Propose the refund."))
+            card(await person.say(first, "Propose the refund."))
         refused = (await person.say(first, "Once more."))[-1]
         assert refused["code"] == "proposal_refused"
         assert f"already has {PENDING_PER_CONVERSATION} cards waiting" in refused["text"]
         second = await person.open()
-        _card(await person.say(second, "Propose the refund."))
+        card(await person.say(second, "Propose the refund."))
         third = await person.open()
         refused = (await person.say(third, "And here."))[-1]
         assert refused["code"] == "proposal_refused"

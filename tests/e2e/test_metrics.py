@@ -62,8 +62,7 @@ async def test_documented_metrics_are_exposed_and_move(stack: Stack) -> None:
     # a conversation's proposal: the agent hears only those (``signoff_agent_handbacks_total``)
     person = Person(stack, (await stack.seed())["organizations"][0])
     token = person.token
-    messages = await person.say(await person.open(), "Check the discounts.")
-    [proposal_id] = [m["proposal_id"] for m in messages if m["code"] == "proposal_ready"]
+    _, proposal_id = await person.propose_in_conversation()
     assert (await stack.approve(token, proposal_id)).status_code == 200
     assert (await stack.settled(token, proposal_id))["status"] == "succeeded"
 

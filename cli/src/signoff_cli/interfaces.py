@@ -111,7 +111,7 @@ def asyncapi(service: str, prefix: str = "signoff") -> dict[str, Any]:
     operations: dict[str, Any] = {}
     for c in CONSUMES[service]:
         spec = topo.spec(c.queue)
-        cid = c.queue.replace(".", "_").replace("-", "_")
+        cid = _channel_id(c.queue)
         channels[cid] = {
             "address": topo.name(c.queue),
             "messages": {t: {"$ref": f"#/components/messages/{t}"} for t in c.messages},
@@ -134,8 +134,7 @@ def asyncapi(service: str, prefix: str = "signoff") -> dict[str, Any]:
             op["reply"] = {"messages": [{"$ref": f"#/components/messages/{c.reply}"}]}
         operations[f"receive_{cid}"] = op
     for p in PUBLISHES[service]:
-        cid = f"{p.exchange}_{p.routing_key}".replace(".", "_").replace("-", "_")
-        cid = cid.replace("#", "all")
+        cid = _channel_id(f"{p.exchange}_{p.routing_key}")
         channels[cid] = {
             "address": p.routing_key,
             "messages": {t: {"$ref": f"#/components/messages/{t}"} for t in p.messages},
@@ -174,6 +173,11 @@ def asyncapi(service: str, prefix: str = "signoff") -> dict[str, Any]:
             "schemas": schemas.get("$defs", {}),
         },
     }
+
+
+def _channel_id(name: str) -> str:
+    """An AsyncAPI channel key for a queue or an exchange's routing key (``#``: ``all``)."""
+    return name.replace(".", "_").replace("-", "_").replace("#", "all")
 
 
 def _ref(message_type: str) -> str:

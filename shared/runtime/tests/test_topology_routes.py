@@ -27,13 +27,12 @@ async def channel(amqp_url: str) -> AsyncIterator[aio_pika.abc.AbstractChannel]:
 async def earlier(channel: aio_pika.abc.AbstractChannel) -> AsyncIterator[Topology]:
     """A topology as an earlier version left it: the agent's queue bound to ``events``."""
     topo = Topology(f"t{secrets.token_hex(4)}", delivery_limit=3)
-    events = await channel.declare_exchange(topo.name("events"), type="topic", durable=True)
-    queue = await channel.declare_queue(
-        topo.name("agent.events"), durable=True, arguments=topo.queue_arguments("agent.events")
-    )
     for key, exchange, routing_key in RETIRED_BINDINGS:
-        assert (key, exchange) == ("agent.events", "events")
-        await queue.bind(events, routing_key=routing_key)
+        source = await channel.declare_exchange(topo.name(exchange), type="topic", durable=True)
+        queue = await channel.declare_queue(
+            topo.name(key), durable=True, arguments=topo.queue_arguments(key)
+        )
+        await queue.bind(source, routing_key=routing_key)
     yield topo
     await topo.delete(channel)
 

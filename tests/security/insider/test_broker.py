@@ -206,9 +206,7 @@ async def test_allowed_senders_still_work_and_a_replay_is_accepted_for_its_origi
     person = Person(stack, (await stack.seed())["organizations"][0])
     token = person.token
     # a conversation's proposal (agent → proposals, and the reply), so its events reach the agent
-    conversation = await person.open()
-    messages = await person.say(conversation, "Check the discounts.")
-    [proposal_id] = [m["proposal_id"] for m in messages if m["code"] == "proposal_ready"]
+    _, proposal_id = await person.propose_in_conversation()
     # an approval command from the web's user over request-reply (no permission but the write)
     reply = await command(stack, "web", ApproveProposal(token=token, proposal_id=proposal_id))
     assert reply["result"] == "claimed", reply

@@ -193,8 +193,9 @@ class Topology:
             )
         for source, destination, key in FORWARDS:
             await exchanges[destination].bind(exchanges[source], routing_key=key)
+        queues = {}
         for spec in QUEUES:
-            queue = await channel.declare_queue(
+            queues[spec.key] = queue = await channel.declare_queue(
                 self.name(spec.key), durable=True, arguments=self.queue_arguments(spec.key)
             )
             for key in (spec.routing_key, *spec.extra_keys):
@@ -204,9 +205,8 @@ class Topology:
                 self.dlq(spec.key), durable=True, arguments={"x-queue-type": "quorum"}
             )
             await dlq.bind(exchanges["dlx"], routing_key=self.name(spec.key))
-            for queue_key, exchange, routing_key in RETIRED_BINDINGS:
-                if queue_key == spec.key:  # RabbitMQ answers unbind-ok for a binding it lacks
-                    await queue.unbind(exchanges[exchange], routing_key=routing_key)
+        for key, exchange, routing_key in RETIRED_BINDINGS:  # unbind-ok where they are gone
+            await queues[key].unbind(exchanges[exchange], routing_key=routing_key)
 
     async def delete(self, channel: aio_pika.abc.AbstractChannel) -> None:
         """Remove every queue and exchange of this prefix (tests clean up after themselves)."""
