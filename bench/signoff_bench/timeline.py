@@ -141,7 +141,8 @@ def _beside(key: str, what: str) -> list[Hop]:
 
 
 COMMITTED = "transaction.committed"
-#: who consumes a proposal's event: the agent (a conversation's) and the notifier (every one)
+#: who consumes a proposal's event: the agent (a conversation's) and the notifier (``created``,
+#: and the kinds a webhook subscribes to)
 _READERS = ("signoff-agent", "signoff-proposals")
 REQUEST, CONSUMED = "request span event", "consumer span event"
 PATH: tuple[Hop, ...] = (
@@ -362,7 +363,9 @@ def match(rows: list[dict[str, Any]], spans: Iterable[Span]) -> list[Found]:
 
 def _first_reader(consumed: dict[tuple[str, str], Span], message_id: str) -> Span | None:
     """The event's first consumer: the agent for a conversation's proposal; for one made through
-    the machine-facing endpoint (the rig's), which the agent never hears of, the notifier."""
+    the machine-facing endpoint (the rig's), which the agent never hears of, the notifier if a
+    webhook wants ``outcome`` (the rig subscribes none, so the hop stays empty: the outcome's
+    first reader is then the harness's own queue, which makes no span)."""
     readers = [consumed.get((service, message_id)) for service in _READERS]
     return min((s for s in readers if s is not None), key=lambda s: s["start"], default=None)
 

@@ -32,6 +32,7 @@ from signoff_proposals.api import proposals as proposal_reads
 from signoff_proposals.context import Context, load_domain
 from signoff_proposals.decisions import routes as decision_routes
 from signoff_proposals.lifecycle import metrics as lifecycle_metrics
+from signoff_proposals.notifications import bindings as notification_bindings
 from signoff_proposals.notifications import delivery as notification_delivery
 from signoff_proposals.notifications import routes as notification_routes
 from signoff_proposals.outcomes import routes as outcome_routes
@@ -109,10 +110,14 @@ def _loops(ctx: Context, runtime: Runtime) -> list[sweeps.Loop]:
 
     notifier = notification_delivery.Notifier(runtime.engine, ctx.settings.notify)
 
+    async def notifier_bindings() -> None:  # once (again after a pause if it fails)
+        await notification_bindings.settle(ctx)
+
     return [
         outbox_relay,
         state_gauge,
         notifier.run,
+        notifier_bindings,
         sweeps.every(
             "expiry_sweep",
             group.expiry_interval_s,

@@ -6,6 +6,7 @@ receiver on a local socket that verifies each signature, and ``aiosmtpd`` as the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Iterator
@@ -13,6 +14,7 @@ from contextlib import asynccontextmanager
 from types import SimpleNamespace
 from typing import Any
 
+import aio_pika
 import httpx
 import pytest
 import pytest_asyncio
@@ -23,7 +25,7 @@ from proposals_toy import build, context
 from signoff_contracts.ids import new_id
 from signoff_contracts.v1 import ProposalEvent, ReconciliationChecked
 from signoff_proposals.app import create_app
-from signoff_proposals.notifications import enqueue, signing
+from signoff_proposals.notifications import bindings, enqueue, signing
 from signoff_proposals.notifications.settings import NotifyGroup
 from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.settings import broker_user
@@ -430,3 +432,112 @@ async def _event_body(engine: AsyncEngine, proposal_id: str, routing_key: str) -
         )
     assert body is not None, f"no {routing_key} event for {proposal_id}"
     return bytes(body)
+
+
+@asynccontextmanager
+async def _own_queues(settings: ProposalsSettings, engine: AsyncEngine) -> AsyncIterator[Any]:
+    """A topology of the test's own that no consumer reads (the service reads the module's), as
+    an earlier version left it: the notifier's queue bound to every event, ``proposal.#``."""
+    topo = Topology(f"t{new_id('q')[-8:].lower()}", delivery_limit=3)
+    connection = await aio_pika.connect(settings.amqp.url)
+    async with connection:
+        channel = await connection.channel(publisher_confirms=True)
+        await topo.declare(channel)
+        queue = await channel.get_queue(topo.name(bindings.QUEUE), ensure=False)
+        await queue.bind(topo.name("events"), routing_key=bindings.EVERYTHING)
+        events = await channel.get_exchange(topo.name("events"), ensure=False)
+
+        async def heard(kind: str) -> bool:
+            """Whether an event of ``kind`` published now reaches the notifier's queue (routing
+            happens before the confirm, so the queue holds it by then or never will)."""
+            body = kind.encode()
+            await events.publish(aio_pika.Message(body), routing_key=f"proposal.{kind}")
+            got = []
+            while (message := await queue.get(no_ack=True, fail=False)) is not None:
+                got.append(message.body)
+            return body in got
+
+        try:
+            yield SimpleNamespace(ctx=context(settings, engine, topo), heard=heard)
+        finally:
+            await topo.delete(channel)
+
+
+async def _webhook_row(conn: Any, events: list[str]) -> str:
+    made = new_id("whk")
+    await conn.execute(
+        text(
+            "INSERT INTO proposals.webhook_subscriptions "
+            "(id, organization_id, url, format, events, secret, description, created_by) "
+            "VALUES (:id, :org, 'http://127.0.0.1:9/hook', 'signoff', CAST(:ev AS jsonb), 's', "
+            "'', 'usr_test')"
+        ),
+        {"id": made, "org": new_id("org"), "ev": json.dumps(events)},
+    )
+    return made
+
+
+async def test_the_notifier_hears_a_kind_only_while_a_webhook_wants_it(
+    settings: ProposalsSettings, engine: AsyncEngine, toy_schema: None
+) -> None:
+    """``settle`` binds the notifier's queue to ``created`` and to what the subscriptions want,
+    and unbinds the rest, the earlier versions' ``proposal.#`` included. (This module's other
+    tests subscribe to ``created``, ``decided`` and ``escalated``: the kinds probed are others.)"""
+    async with _own_queues(settings, engine) as own:
+        assert await own.heard("expired")  # as an earlier version bound it: everything
+        async with engine.begin() as conn:
+            hook = await _webhook_row(conn, ["outcome", "escalated"])
+        await bindings.settle(own.ctx)
+        assert await own.heard("created")  # e-mail notices, whoever subscribes
+        assert await own.heard("outcome")
+        assert not await own.heard("expired")  # nobody wants it, and ``proposal.#`` is gone
+        assert not await own.heard("executing")
+
+        async with engine.begin() as conn:
+            await conn.execute(
+                text("DELETE FROM proposals.webhook_subscriptions WHERE id = :id"), {"id": hook}
+            )
+        await bindings.settle(own.ctx)
+        assert not await own.heard("outcome")
+        assert await own.heard("created")
+
+
+async def test_a_creation_under_way_keeps_its_binding_through_a_settle(
+    settings: ProposalsSettings, engine: AsyncEngine, toy_schema: None
+) -> None:
+    """A settle that begins while a subscription is being created (bound, not yet committed)
+    waits for its commit, so it cannot read the subscription as absent and unbind its kind."""
+    async with _own_queues(settings, engine) as own:
+        async with engine.begin() as conn:
+            await bindings.bind(own.ctx, conn, ["superseded"])
+            settling = asyncio.create_task(bindings.settle(own.ctx))
+
+            async def settled() -> bool:
+                return settling.done()
+
+            await never(settled, within=0.5, what="a settle during the creation")
+            hook = await _webhook_row(conn, ["superseded"])
+        await asyncio.wait_for(settling, 10)
+        assert await own.heard("superseded")
+
+        async with engine.begin() as conn:
+            await conn.execute(
+                text("DELETE FROM proposals.webhook_subscriptions WHERE id = :id"), {"id": hook}
+            )
+        await bindings.settle(own.ctx)
+        assert not await own.heard("superseded")
+
+
+async def test_a_broker_out_of_reach_fails_a_binding_with_a_broker_failure(
+    settings: ProposalsSettings, engine: AsyncEngine, toy_schema: None
+) -> None:
+    """What the creation of a webhook answers ``503`` for: nothing is bound, nothing stored."""
+    away = settings.model_copy(
+        update={
+            "amqp": settings.amqp.model_copy(update={"url": f"amqp://127.0.0.1:{free_port()}/"})
+        }
+    )
+    ctx = context(away, engine, Topology("nowhere"))
+    async with engine.connect() as conn:
+        with pytest.raises(bindings.BROKER_FAILURES):
+            await bindings.bind(ctx, conn, ["outcome"])

@@ -316,3 +316,22 @@ async def _drained(
 ) -> AsyncIterator[aio_pika.abc.AbstractMessage]:
     while (message := await queue.get(no_ack=True, fail=False)) is not None:
         yield message
+
+
+async def test_a_fact_nobody_reads_yet_is_sent_not_kept(engine, amqp_url, topology, settings):
+    """A fact (``events``) whose routing key no queue is bound to has no reader yet: published
+    without ``mandatory``, confirmed and marked sent, not left failing in the outbox."""
+    await forget_unsent_outbox(engine)
+    fact = _contract(settings)
+    async with engine.begin() as conn:
+        await enqueue(conn, outbox, [Outgoing(fact, topology.name("events"), "proposal.unread")])
+
+    async with _running(OutboxRelay(engine, outbox, amqp_url, topology, poll_s=0.1)):
+
+        async def sent():
+            return (await _row(engine, fact.message_id)).sent_at is not None
+
+        await wait_until(sent, what="the fact to be marked sent")
+
+    row = await _row(engine, fact.message_id)
+    assert row.last_error is None and row.attempts == 1, (row.last_error, row.attempts)

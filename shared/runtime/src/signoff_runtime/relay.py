@@ -4,8 +4,9 @@ The relay publishes unsent rows (written by ``signoff_runtime.outbox``) as persi
 waits for the broker's confirm, and only then marks them sent. A relay killed between confirm and
 mark-sent publishes the row again — consumers dedup by ``message_id`` — but a message is never
 lost. Publishing to a routing key with no binding raises (``on_return_raises``) and the row stays
-in the outbox with its error. Every message carries the relay's broker user in ``user_id``
-(RabbitMQ checks it; consumers require it).
+in the outbox with its error — except a fact (``topology.FACT_EXCHANGES``), which may have no
+reader: it is published without ``mandatory``, and marked sent once confirmed. Every message
+carries the relay's broker user in ``user_id`` (RabbitMQ checks it; consumers require it).
 
 A row the broker refuses outright — its exchange missing (``NOT_FOUND``) or closed to the relay's
 user (``ACCESS_REFUSED``) — makes the broker close the channel, which fails every publish in
@@ -69,7 +70,7 @@ from signoff_runtime.metrics import (
 from signoff_runtime.outbox import local_relay, notify_channel
 from signoff_runtime.relay_rows import RelayRows, Row
 from signoff_runtime.settings import broker_user
-from signoff_runtime.topology import Topology
+from signoff_runtime.topology import FACT_EXCHANGES, Topology
 
 log = structlog.get_logger(__name__)
 _TRACER = trace.get_tracer(__name__)
@@ -181,6 +182,7 @@ class OutboxRelay:
         self._amqp_url = amqp_url
         self._user = broker_user(amqp_url)
         self._topology = topology
+        self._facts = {topology.name(short) for short in FACT_EXCHANGES}
         self._batch = batch
         self._poll_s = poll_s
         self._timeout = publish_timeout_s
@@ -555,7 +557,7 @@ class OutboxRelay:
                 exchange=row.exchange,
                 routing_key=row.routing_key,
                 properties=message.properties,
-                mandatory=True,
+                mandatory=row.exchange not in self._facts,
                 wait=False,
             )
 

@@ -46,6 +46,11 @@ EXCHANGES: dict[str, ExchangeKind] = {
     "replay": "direct",  # replayed dead letters, routed by the original queue's name
 }
 
+#: the exchanges of facts: a fact no queue is bound to has no reader yet, which is no fault, so
+#: the relay publishes to these without ``mandatory`` (every other publish is, and a routing key
+#: bound nowhere leaves its row in the outbox)
+FACT_EXCHANGES: frozenset[str] = frozenset({"events", "conversation-events"})
+
 #: exchange-to-exchange bindings: (source, destination, routing key)
 FORWARDS: tuple[tuple[str, str, str], ...] = (("conversation-events", "events", "#"),)
 
@@ -94,8 +99,11 @@ QUEUES: tuple[QueueSpec, ...] = (
     QueueSpec(
         "proposals.notifications",
         "events",
-        "proposal.#",
-        "turn proposal events into webhook and e-mail deliveries",
+        # e-mail notices; the kinds webhooks subscribe to are bound while one wants them
+        # (``signoff_proposals.notifications.bindings``)
+        "proposal.created",
+        "turn proposal events into webhook and e-mail deliveries"
+        " (and proposal.<kind> while a webhook wants it)",
         consumer="proposals",
         senders=("proposals",),
     ),

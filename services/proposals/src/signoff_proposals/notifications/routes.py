@@ -10,18 +10,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+import structlog
 from fastapi import APIRouter, Response
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
 from signoff_contracts.ids import new_id
 from signoff_runtime.members import Caller, Reader
-from signoff_runtime.problems import Problem
+from signoff_runtime.problems import Problem, responses
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 
 from signoff_proposals.context import Context
-from signoff_proposals.notifications import signing
+from signoff_proposals.notifications import bindings, signing
 from signoff_proposals.notifications.tables import deliveries, preferences, subscriptions
 
+log = structlog.get_logger(__name__)
 Event = Literal["created", "decided", "executing", "outcome", "superseded", "expired", "escalated"]
 LOG_SIZE = 100
 
@@ -84,6 +86,12 @@ class Preferences(BaseModel):
 _PUBLIC = [c for c in subscriptions.c if c.name != "secret" and c.name != "organization_id"]
 
 
+def _broker_unavailable() -> Problem:
+    return Problem(
+        503, "temporarily_unavailable", "The broker could not be reached; try again shortly."
+    )
+
+
 def router(ctx: Context) -> APIRouter:
     api = APIRouter(tags=["notifications"])
     managers = set(ctx.settings.notify.manager_roles)
@@ -92,7 +100,12 @@ def router(ctx: Context) -> APIRouter:
         if reader.member.role not in managers:
             raise Problem(403, "forbidden", "Only managers manage webhooks.")
 
-    @api.post("/v1/webhooks", status_code=201, operation_id="create_webhook")
+    @api.post(
+        "/v1/webhooks",
+        status_code=201,
+        operation_id="create_webhook",
+        responses=responses(403, 503),
+    )
     async def create_webhook(body: NewWebhook, reader: Caller) -> CreatedWebhook:
         """Subscribe a URL to the organization's proposal events; the answer holds the secret."""
         manager(reader)
@@ -107,6 +120,10 @@ def router(ctx: Context) -> APIRouter:
             "created_by": reader.user_id,
         }
         async with ctx.engine.begin() as conn:
+            try:  # before the row commits: every event published after this answer is heard
+                await bindings.bind(ctx, conn, row["events"])
+            except bindings.BROKER_FAILURES as exc:
+                raise _broker_unavailable() from exc
             stored = (
                 await conn.execute(insert(subscriptions).values(row).returning(*subscriptions.c))
             ).one()
@@ -135,6 +152,10 @@ def router(ctx: Context) -> APIRouter:
         await _owned(reader, webhook_id)
         async with ctx.engine.begin() as conn:
             await conn.execute(delete(subscriptions).where(subscriptions.c.id == webhook_id))
+        try:  # the kinds nobody wants now: an event less per proposal each (a failure: later)
+            await bindings.settle(ctx)
+        except bindings.BROKER_FAILURES as exc:
+            log.warning("notify.unbind_failed", webhook=webhook_id, error=repr(exc))
         return Response(status_code=204)
 
     @api.get("/v1/webhooks/{webhook_id}/deliveries", operation_id="list_webhook_deliveries")
