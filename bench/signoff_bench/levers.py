@@ -40,10 +40,19 @@ def line(ref: str, found: Batch) -> str:
     return (
         f"{ref} C={found.concurrency} {found.throughput:.1f}/s "
         f"p99={found.latency_ms['p99']:.0f}ms python_cpu={python:.1f}ms "
-        f"postgres={cpu.get('postgres', 0.0):.1f}ms busy={found.machine_utilisation:.0%} "
+        f"postgres={cpu.get('postgres', 0.0):.1f}ms rabbitmq={cpu.get('rabbitmq', 0.0):.1f}ms "
+        f"busy={found.machine_utilisation:.0%} "
         f"(proposals {cpu.get('proposals', 0.0):.1f}, executor {cpu.get('executor', 0.0):.1f}, "
-        f"agent {cpu.get('agent', 0.0):.1f})"
+        f"agent {cpu.get('agent', 0.0):.1f}) "
+        # what a proposal costs whatever the host's speed: the database's commits, and the
+        # deliveries out of quorum queues (the broker's node-wide counter)
+        f"commits={found.commits_per_proposal:.2f} delivered={_delivered(found)}"
     )
+
+
+def _delivered(found: Batch) -> str:
+    counters = found.broker_per_proposal
+    return "-" if counters is None else f"{counters.get('delivered', 0.0):.2f}"
 
 
 async def measure(ref: str, config: BenchConfig) -> list[str]:

@@ -308,6 +308,9 @@ async def test_a_row_the_broker_nacks_again_and_again_goes_out_within_seconds_of
 
             await wait_until(sent, timeout=3 * BROKER_FAULT_S, what="the row sent after recovery")
         copies = [m async for m in _drained(full)]
+        # auto-delete goes with a queue's last consumer, and this one never had one
+        await full.delete(if_unused=False, if_empty=False)
+        await ex.delete()
         assert contract.message_id in {m.message_id for m in copies}
 
 
