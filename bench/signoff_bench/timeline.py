@@ -1,4 +1,4 @@
-"""The timeline of one approval: each hop from the approve request to its event's first reader.
+"""The timeline of one approval: each hop from the approve request to its event's confirm.
 
 ``make timeline`` (``BENCH_TIMELINE_N`` approvals, default 200, after ``BENCH_TIMELINE_WARMUP``
 unreported ones, default 10; ``BENCH_TIMELINE_JSON`` names a file for every figure) starts
@@ -23,8 +23,11 @@ each hop is read from its truest source:
 Both clocks are this host's wall clock. The table gives each hop's time since the approve
 request arrived and the gap from the hop before it (p50 / p99 over the approvals); hops beside the
 path (a confirm arrives after the consumer already has the message) are measured from the hop they
-follow. ``python -m signoff_bench.timeline REF [REF ...]`` runs the same against each commit's
-tree (as ``levers`` does), in the order given, and prints them side by side.
+follow. The path ends when the ``outcome`` fact is confirmed: no signoff queue hears it for a
+proposal made through the machine-facing endpoint (the rig's) with no webhook, so its first
+reader is the harness's own queue, which makes no span. ``python -m signoff_bench.timeline REF
+[REF ...]`` runs the same against each commit's tree (as ``levers`` does), in the order given,
+and prints them side by side.
 """
 
 from __future__ import annotations
@@ -141,9 +144,6 @@ def _beside(key: str, what: str) -> list[Hop]:
 
 
 COMMITTED = "transaction.committed"
-#: who consumes a proposal's event: the agent (a conversation's) and the notifier (``created``,
-#: and the kinds a webhook subscribes to)
-_READERS = ("signoff-agent", "signoff-proposals")
 REQUEST, CONSUMED = "request span event", "consumer span event"
 PATH: tuple[Hop, ...] = (
     Hop("approve received", "proposals: request span start", _start("approve")),
@@ -160,7 +160,6 @@ PATH: tuple[Hop, ...] = (
     Hop("recorded", "proposals.outcome_at (db statement)", _db("recorded")),
     Hop("recorded + event row committed", CONSUMED, _event("recording", COMMITTED)),
     *_relay("event_relay", "event"),
-    Hop("event delivered", "its first reader: consumer span start", _start("delivered")),
 )
 BESIDE: tuple[Hop, ...] = (
     Hop("approve answered", "request span end", _end("approve"), "claim + contract row committed"),
@@ -168,7 +167,6 @@ BESIDE: tuple[Hop, ...] = (
     Hop("executor acked", "consumer span end", _end("executor"), "outcome row committed"),
     *_beside("outcome_relay", "outcome"),
     *_beside("event_relay", "event"),
-    Hop("event handled", "consumer span end", _end("delivered"), "event delivered"),
 )
 #: the issue's measure: the claim statement to the recording statement (one clock)
 SPANS = {
@@ -177,7 +175,9 @@ SPANS = {
         "claim + contract row committed",
         "recorded + event row committed",
     ),
-    "approve received → event delivered": ("approve received", "event delivered"),
+    # the fact leaves signoff: no signoff queue hears a machine-made proposal's ``outcome`` (the
+    # agent hears a conversation's, the notifier what a webhook wants), so it ends here
+    "approve received → event confirmed": ("approve received", "event: confirmed"),
 }
 
 
@@ -354,20 +354,10 @@ def match(rows: list[dict[str, Any]], spans: Iterable[Span]) -> list[Found]:
                 "outcome_relay": relayed.get(row["outcome"] or ""),
                 "recording": consumed.get(("signoff-proposals", row["outcome"] or "")),
                 "event_relay": relayed.get(row["event"] or ""),
-                "delivered": _first_reader(consumed, row["event"] or ""),
             },
         )
         for row in rows
     ]
-
-
-def _first_reader(consumed: dict[tuple[str, str], Span], message_id: str) -> Span | None:
-    """The event's first consumer: the agent for a conversation's proposal; for one made through
-    the machine-facing endpoint (the rig's), which the agent never hears of, the notifier if a
-    webhook wants ``outcome`` (the rig subscribes none, so the hop stays empty: the outcome's
-    first reader is then the harness's own queue, which makes no span)."""
-    readers = [consumed.get((service, message_id)) for service in _READERS]
-    return min((s for s in readers if s is not None), key=lambda s: s["start"], default=None)
 
 
 async def measure(label: str, n: int, warmup: int, gap_s: float) -> Timeline:

@@ -45,4 +45,4 @@ def test_the_timeline_finds_every_hop_of_every_approval(tmp_path: Path) -> None:
     assert all(hop["since"][0] >= 0 for hop in found["hops"].values()), found["hops"]
     claim_to_recorded = found["spans"]["claim → outcome recorded"]
     assert claim_to_recorded[0] > 0, claim_to_recorded
-    assert "| event delivered |" in done.stdout
+    assert "| event: confirmed |" in done.stdout
