@@ -3,13 +3,15 @@
 One process holds the HTTP API, six AMQP consumers (proposal requests, approval commands,
 pause-point requests, outcomes, reconciliation checks, the notifier's proposal events) and six
 loops (the outbox relay, the state gauge, the expiry sweep, the stuck-execution sweep, the event
-streams' ``LISTEN``, the notifications' delivery loop). Every
+streams' ``LISTEN``, the notifications' delivery loop). At its start it settles the notifier's
+bindings (``notifications.bindings``) before it serves. Every
 part is safe to run in several replicas: claims are conditional UPDATEs, sweeps and the relay
 take rows with ``SKIP LOCKED``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -69,7 +71,14 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with runtime.running():
-            yield
+            # awaited, not a loop: a stop right after the start never cuts it short mid-way
+            retrying = await notification_bindings.settled_or_retrying(ctx)
+            try:
+                yield
+            finally:
+                if retrying is not None:
+                    retrying.cancel()
+                    await asyncio.gather(retrying, return_exceptions=True)
 
     app = FastAPI(
         title="signoff proposals",
@@ -110,14 +119,10 @@ def _loops(ctx: Context, runtime: Runtime) -> list[sweeps.Loop]:
 
     notifier = notification_delivery.Notifier(runtime.engine, ctx.settings.notify)
 
-    async def notifier_bindings() -> None:  # once (again after a pause if it fails)
-        await notification_bindings.settle(ctx)
-
     return [
         outbox_relay,
         state_gauge,
         notifier.run,
-        notifier_bindings,
         sweeps.every(
             "expiry_sweep",
             group.expiry_interval_s,

@@ -528,10 +528,11 @@ async def test_a_creation_under_way_keeps_its_binding_through_a_settle(
         assert not await own.heard("superseded")
 
 
-async def test_a_broker_out_of_reach_fails_a_binding_with_a_broker_failure(
+async def test_a_broker_out_of_reach_fails_a_binding_and_leaves_a_start_retrying(
     settings: ProposalsSettings, engine: AsyncEngine, toy_schema: None
 ) -> None:
-    """What the creation of a webhook answers ``503`` for: nothing is bound, nothing stored."""
+    """What the creation of a webhook answers ``503`` for (nothing is bound, nothing stored),
+    and what a start does then: it serves, and settles the bindings later."""
     away = settings.model_copy(
         update={
             "amqp": settings.amqp.model_copy(update={"url": f"amqp://127.0.0.1:{free_port()}/"})
@@ -541,3 +542,11 @@ async def test_a_broker_out_of_reach_fails_a_binding_with_a_broker_failure(
     async with engine.connect() as conn:
         with pytest.raises(bindings.BROKER_FAILURES):
             await bindings.bind(ctx, conn, ["outcome"])
+    # a start meets the same: it serves anyway, and tries again in the background
+    retrying = await bindings.settled_or_retrying(ctx)
+    assert retrying is not None and not retrying.done()
+    retrying.cancel()
+    await asyncio.gather(retrying, return_exceptions=True)
+    async with _own_queues(settings, engine) as own:
+        assert await bindings.settled_or_retrying(own.ctx) is None
+        assert not await own.heard("expired")  # settled: the earlier ``proposal.#`` is gone

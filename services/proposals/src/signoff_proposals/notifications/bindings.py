@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import get_args
 
 import aiormq
+import structlog
 from aio_pika.exceptions import CONNECTION_EXCEPTIONS
 from signoff_runtime import failover
 from sqlalchemy import func, select, text
@@ -35,6 +36,7 @@ from signoff_proposals.context import Context
 from signoff_proposals.lifecycle.domain import EventName, routing_key
 from signoff_proposals.notifications.tables import subscriptions
 
+log = structlog.get_logger(__name__)
 QUEUE = "proposals.notifications"
 #: the kinds that travel as proposal events (a webhook's ``escalated`` comes another way)
 KINDS: tuple[EventName, ...] = get_args(EventName)
@@ -44,6 +46,8 @@ ALWAYS = frozenset({"created"})
 EVERYTHING = "proposal.#"
 #: what a change of the bindings may meet from the broker: it answers later (the caller says so)
 BROKER_FAILURES = (*CONNECTION_EXCEPTIONS, aiormq.exceptions.AMQPError, asyncio.TimeoutError)
+#: how long a start whose ``settle`` failed waits before it tries again
+RETRY_S = 5.0
 #: the advisory-lock namespace (``intake.quotas`` holds the others)
 LOCK = 0x5350_0003
 
@@ -68,6 +72,28 @@ async def settle(ctx: Context) -> None:
             bound=[routing_key(k) for k in KINDS if k in wanted],
             unbound=[*(routing_key(k) for k in KINDS if k not in wanted), EVERYTHING],
         )
+
+
+async def settled_or_retrying(ctx: Context) -> asyncio.Task[None] | None:
+    """``settle`` at the service's start; if the broker or the database cannot be reached yet, a
+    task that tries again every ``RETRY_S`` until it succeeds (the caller cancels it at stop)."""
+    try:
+        await settle(ctx)
+    except Exception as exc:  # whatever it was, the bindings stay as they were: a superset
+        log.warning("notify.bindings_unsettled", error=repr(exc), retry_s=RETRY_S)
+        return asyncio.create_task(_until_settled(ctx))
+    return None
+
+
+async def _until_settled(ctx: Context) -> None:
+    while True:
+        await asyncio.sleep(RETRY_S)
+        try:
+            await settle(ctx)
+        except Exception as exc:
+            log.warning("notify.bindings_unsettled", error=repr(exc), retry_s=RETRY_S)
+        else:
+            return
 
 
 async def _rebind(ctx: Context, *, bound: list[str], unbound: Iterable[str] = ()) -> None:
