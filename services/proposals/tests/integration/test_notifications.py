@@ -27,12 +27,13 @@ from signoff_contracts.v1 import ProposalEvent, ReconciliationChecked
 from signoff_proposals.app import create_app
 from signoff_proposals.notifications import bindings, enqueue, signing
 from signoff_proposals.notifications.settings import NotifyGroup
+from signoff_proposals.notifications.tables import subscriptions
 from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.settings import broker_user
 from signoff_runtime.testing import never, wait_until
 from signoff_runtime.testing.processes import free_port
 from signoff_runtime.topology import ROUTING_KEYS, Topology
-from sqlalchemy import text
+from sqlalchemy import delete, insert, text
 from sqlalchemy.event import listen
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -437,7 +438,8 @@ async def _event_body(engine: AsyncEngine, proposal_id: str, routing_key: str) -
 @asynccontextmanager
 async def _own_queues(settings: ProposalsSettings, engine: AsyncEngine) -> AsyncIterator[Any]:
     """A topology of the test's own that no consumer reads (the service reads the module's), as
-    an earlier version left it: the notifier's queue bound to every event, ``proposal.#``."""
+    an earlier version left it: the notifier's queue bound to every event, ``proposal.#``, and
+    to nothing else."""
     topo = Topology(f"t{new_id('q')[-8:].lower()}", delivery_limit=3)
     connection = await aio_pika.connect(settings.amqp.url)
     async with connection:
@@ -445,6 +447,7 @@ async def _own_queues(settings: ProposalsSettings, engine: AsyncEngine) -> Async
         await topo.declare(channel)
         queue = await channel.get_queue(topo.name(bindings.QUEUE), ensure=False)
         await queue.bind(topo.name("events"), routing_key=bindings.EVERYTHING)
+        await queue.unbind(topo.name("events"), routing_key=bindings.ALWAYS)
         events = await channel.get_exchange(topo.name("events"), ensure=False)
 
         async def heard(kind: str) -> bool:
@@ -464,17 +467,22 @@ async def _own_queues(settings: ProposalsSettings, engine: AsyncEngine) -> Async
 
 
 async def _webhook_row(conn: Any, events: list[str]) -> str:
+    """A subscription stored as the route stores one, without the route's binds."""
     made = new_id("whk")
+    row = {"id": made, "organization_id": new_id("org"), "url": "http://127.0.0.1:9/hook"}
     await conn.execute(
-        text(
-            "INSERT INTO proposals.webhook_subscriptions "
-            "(id, organization_id, url, format, events, secret, description, created_by) "
-            "VALUES (:id, :org, 'http://127.0.0.1:9/hook', 'signoff', CAST(:ev AS jsonb), 's', "
-            "'', 'usr_test')"
-        ),
-        {"id": made, "org": new_id("org"), "ev": json.dumps(events)},
+        insert(subscriptions).values(
+            **row, format="signoff", events=events, secret="s", description="", created_by="u"
+        )
     )
     return made
+
+
+async def _unsubscribed(engine: AsyncEngine, hook: str, ctx: Any) -> None:
+    """The subscription gone, as the route deletes one: the row, then a settle."""
+    async with engine.begin() as conn:
+        await conn.execute(delete(subscriptions).where(subscriptions.c.id == hook))
+    await bindings.settle(ctx)
 
 
 async def test_the_notifier_hears_a_kind_only_while_a_webhook_wants_it(
@@ -493,11 +501,7 @@ async def test_the_notifier_hears_a_kind_only_while_a_webhook_wants_it(
         assert not await own.heard("expired")  # nobody wants it, and ``proposal.#`` is gone
         assert not await own.heard("executing")
 
-        async with engine.begin() as conn:
-            await conn.execute(
-                text("DELETE FROM proposals.webhook_subscriptions WHERE id = :id"), {"id": hook}
-            )
-        await bindings.settle(own.ctx)
+        await _unsubscribed(engine, hook, own.ctx)
         assert not await own.heard("outcome")
         assert await own.heard("created")
 
@@ -520,11 +524,7 @@ async def test_a_creation_under_way_keeps_its_binding_through_a_settle(
         await asyncio.wait_for(settling, 10)
         assert await own.heard("superseded")
 
-        async with engine.begin() as conn:
-            await conn.execute(
-                text("DELETE FROM proposals.webhook_subscriptions WHERE id = :id"), {"id": hook}
-            )
-        await bindings.settle(own.ctx)
+        await _unsubscribed(engine, hook, own.ctx)
         assert not await own.heard("superseded")
 
 

@@ -29,6 +29,7 @@ import aiormq
 import structlog
 from aio_pika.exceptions import CONNECTION_EXCEPTIONS
 from signoff_runtime import failover
+from signoff_runtime.topology import ROUTING_KEYS
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -40,8 +41,8 @@ log = structlog.get_logger(__name__)
 QUEUE = "proposals.notifications"
 #: the kinds that travel as proposal events (a webhook's ``escalated`` comes another way)
 KINDS: tuple[EventName, ...] = get_args(EventName)
-#: bound whatever the subscriptions: e-mail notices are sent on it
-ALWAYS = frozenset({"created"})
+#: bound whatever the subscriptions (the topology declares it): e-mail notices are sent on it
+ALWAYS = ROUTING_KEYS[QUEUE]
 #: what earlier versions bound the queue to
 EVERYTHING = "proposal.#"
 #: what a change of the bindings may meet from the broker: it answers later (the caller says so)
@@ -55,8 +56,7 @@ LOCK = 0x5350_0003
 async def bind(ctx: Context, conn: AsyncConnection, kinds: Iterable[str]) -> None:
     """In a subscription's transaction, before it commits: the queue bound to its ``kinds``."""
     await conn.execute(text("SELECT pg_advisory_xact_lock_shared(:ns, 0)"), {"ns": LOCK})
-    wanted = set(kinds)
-    await _rebind(ctx, bound=[routing_key(k) for k in KINDS if k in wanted])
+    await _rebind(ctx, bound=_keys(set(kinds)))
 
 
 async def settle(ctx: Context) -> None:
@@ -66,34 +66,39 @@ async def settle(ctx: Context) -> None:
         found = await conn.execute(
             select(func.jsonb_array_elements_text(subscriptions.c.events)).distinct()
         )
-        wanted = ALWAYS | {kind for (kind,) in found}
-        await _rebind(
-            ctx,
-            bound=[routing_key(k) for k in KINDS if k in wanted],
-            unbound=[*(routing_key(k) for k in KINDS if k not in wanted), EVERYTHING],
-        )
+        # ``ALWAYS`` too: a broker loaded from an earlier ``definitions.json`` lacks it
+        wanted = [ALWAYS, *(key for key in _keys({kind for (kind,) in found}) if key != ALWAYS)]
+        unwanted = [key for key in _keys(set(KINDS)) if key not in wanted]
+        await _rebind(ctx, bound=wanted, unbound=[*unwanted, EVERYTHING])
+
+
+async def settled(ctx: Context) -> bool:
+    """``settle``, and whether it could: a failure (the broker or the database out of reach)
+    is logged and leaves the bindings as they were, a superset of what is wanted."""
+    try:
+        await settle(ctx)
+    except Exception as exc:
+        log.warning("notify.bindings_unsettled", error=repr(exc), retry_s=RETRY_S)
+        return False
+    return True
 
 
 async def settled_or_retrying(ctx: Context) -> asyncio.Task[None] | None:
-    """``settle`` at the service's start; if the broker or the database cannot be reached yet, a
-    task that tries again every ``RETRY_S`` until it succeeds (the caller cancels it at stop)."""
-    try:
-        await settle(ctx)
-    except Exception as exc:  # whatever it was, the bindings stay as they were: a superset
-        log.warning("notify.bindings_unsettled", error=repr(exc), retry_s=RETRY_S)
-        return asyncio.create_task(_until_settled(ctx))
-    return None
+    """``settle`` at the service's start; if it cannot, a task that tries again every
+    ``RETRY_S`` until it can (the caller cancels it at stop)."""
+    return None if await settled(ctx) else asyncio.create_task(_until_settled(ctx))
 
 
 async def _until_settled(ctx: Context) -> None:
     while True:
         await asyncio.sleep(RETRY_S)
-        try:
-            await settle(ctx)
-        except Exception as exc:
-            log.warning("notify.bindings_unsettled", error=repr(exc), retry_s=RETRY_S)
-        else:
+        if await settled(ctx):
             return
+
+
+def _keys(kinds: set[str]) -> list[str]:
+    """The routing keys of those of ``kinds`` that travel as proposal events."""
+    return [routing_key(kind) for kind in KINDS if kind in kinds]
 
 
 async def _rebind(ctx: Context, *, bound: list[str], unbound: Iterable[str] = ()) -> None:

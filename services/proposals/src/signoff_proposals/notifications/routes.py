@@ -10,7 +10,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-import structlog
 from fastapi import APIRouter, Response
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
 from signoff_contracts.ids import new_id
@@ -23,7 +22,6 @@ from signoff_proposals.context import Context
 from signoff_proposals.notifications import bindings, signing
 from signoff_proposals.notifications.tables import deliveries, preferences, subscriptions
 
-log = structlog.get_logger(__name__)
 Event = Literal["created", "decided", "executing", "outcome", "superseded", "expired", "escalated"]
 LOG_SIZE = 100
 
@@ -86,12 +84,6 @@ class Preferences(BaseModel):
 _PUBLIC = [c for c in subscriptions.c if c.name != "secret" and c.name != "organization_id"]
 
 
-def _broker_unavailable() -> Problem:
-    return Problem(
-        503, "temporarily_unavailable", "The broker could not be reached; try again shortly."
-    )
-
-
 def router(ctx: Context) -> APIRouter:
     api = APIRouter(tags=["notifications"])
     managers = set(ctx.settings.notify.manager_roles)
@@ -123,7 +115,9 @@ def router(ctx: Context) -> APIRouter:
             try:  # before the row commits: every event published after this answer is heard
                 await bindings.bind(ctx, conn, row["events"])
             except bindings.BROKER_FAILURES as exc:
-                raise _broker_unavailable() from exc
+                raise Problem(
+                    503, "temporarily_unavailable", "The broker could not be reached; try again."
+                ) from exc
             stored = (
                 await conn.execute(insert(subscriptions).values(row).returning(*subscriptions.c))
             ).one()
@@ -152,10 +146,9 @@ def router(ctx: Context) -> APIRouter:
         await _owned(reader, webhook_id)
         async with ctx.engine.begin() as conn:
             await conn.execute(delete(subscriptions).where(subscriptions.c.id == webhook_id))
-        try:  # the kinds nobody wants now: an event less per proposal each (a failure: later)
-            await bindings.settle(ctx)
-        except bindings.BROKER_FAILURES as exc:
-            log.warning("notify.unbind_failed", webhook=webhook_id, error=repr(exc))
+        # the kinds nobody wants now, an event less per proposal each; if it cannot, the delete
+        # stands all the same and the next start or delete unbinds them
+        await bindings.settled(ctx)
         return Response(status_code=204)
 
     @api.get("/v1/webhooks/{webhook_id}/deliveries", operation_id="list_webhook_deliveries")
