@@ -11,7 +11,7 @@ typed (``ProposalRequestReply.refusal``) and stores nothing.
 The proposal row is its own dedup record: a request for an id already stored — a redelivery, or
 a retry under the endpoint's idempotency key — is answered with the stored proposal, for the
 same person only, and resolves nothing. The quotas (``quotas``) are counted under the
-organization's lock after the insert; an excess rolls the insert back.
+organization's lock as the transaction's last statement; an excess rolls the insert back.
 
 A v1 request (arguments and preview of the agent's making) is refused (``unsupported_version``);
 only the negative control ``SIGNOFF_UNSAFE__TRUST_AGENT_CONTRACT`` stores it as sent.
@@ -105,7 +105,6 @@ async def insert(
 ) -> Any:
     """Store ``new`` (quota-checked, audited, announced); the stored copy if its id exists."""
     op = ctx.operations.get(new.operation_kind, new.contract_version)
-    await quotas.lock_organization(tx.conn, quotas.PROPOSALS_LOCK, new.organization_id)
     row = await create(ctx, tx, new, op.ttl, detail=detail, causation_id=causation_id)
     if row is None:  # a concurrent copy of the same request won the insert
         stored = await repo.get(tx.conn, new.proposal_id)

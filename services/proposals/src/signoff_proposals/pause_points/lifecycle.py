@@ -99,7 +99,6 @@ async def _store(
         conversation_id=msg.conversation_id,
     )
     org = person.organization_id
-    await quotas.lock_organization(conn, quotas.PAUSE_POINTS_LOCK, org)
     row = await pause_repo.insert(
         conn,
         msg,
