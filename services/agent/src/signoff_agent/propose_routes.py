@@ -30,7 +30,6 @@ from signoff_runtime.openapi import ok
 from signoff_runtime.problems import Problem, problem_response
 from signoff_runtime.registry import UnknownOperation
 from signoff_runtime.tokens import AGENT_AUDIENCE, bearer
-from signoff_runtime.unit_of_work import unit_of_work
 from signoff_runtime.validation import problem_errors
 
 from signoff_agent import repository as repo
@@ -72,14 +71,17 @@ async def propose_operation(
     except UnknownOperation:
         raise Problem(404, "unknown_operation", f"No operation is called {kind!r}.") from None
     proposal_id = first = digest = None
-    async with unit_of_work(proposer.engine) as uow:  # one connection for the caller and the key
+    # one connection for the caller and the key, in autocommit: each statement stands alone
+    # (the key's insert and read agree without a transaction), so no BEGIN or COMMIT round trip
+    async with proposer.engine.connect() as conn:
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
         member = await current_member(
-            proposer.auth, proposer.directory, uow.conn, authorization, audience=AGENT_AUDIENCE
+            proposer.auth, proposer.directory, conn, authorization, audience=AGENT_AUDIENCE
         )
         if idempotency_key is not None:
             digest = _digest(kind, body)
             proposal_id, first = await repo.keyed_proposal(
-                uow.conn, member.organization_id, member.user_id, idempotency_key, digest
+                conn, member.organization_id, member.user_id, idempotency_key, digest
             )
     if first != digest:
         raise Problem(
