@@ -5,6 +5,8 @@ tree (``git archive``) and puts its packages ahead of the editable installs on `
 which the services' processes inherit; then the usual rig starts that commit's services and
 measures signoff's side only, ``BENCH_N`` proposals at each of ``BENCH_CONCURRENCY``. Repeat
 the list of commits in rotating order to see the neighbours' noise. One line per batch.
+``BENCH_LEVERS_CYCLE=1`` measures the full cycle instead (propose through the agent's
+machine-facing endpoint, approve, outcome: ``signoff-cycle``), its forms made beforehand.
 """
 
 from __future__ import annotations
@@ -55,20 +57,27 @@ def _delivered(found: Batch) -> str:
     return "-" if counters is None else f"{counters.get('delivered', 0.0):.2f}"
 
 
-async def measure(ref: str, config: BenchConfig) -> list[str]:
+async def measure(ref: str, config: BenchConfig, *, cycle: bool = False) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="signoff-lever-") as tree:
         base = os.environ.get("PYTHONPATH", "")
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [export(ref, Path(tree)), base]))
         try:
             async with rig(config) as r:
-                t0 = time.monotonic()
-                prepared = {c: await r.signoff.prepare(config.n) for c in config.concurrency}
-                rate = len(config.concurrency) * config.n / (time.monotonic() - t0)
-                lines = [f"{ref} propose {rate:.1f}/s (untimed preparation)"]
+                if cycle:
+                    prepared = {
+                        c: await r.signoff.prepare_forms(config.n) for c in config.concurrency
+                    }
+                    lines = [f"{ref} full cycle"]
+                else:
+                    t0 = time.monotonic()
+                    prepared = {c: await r.signoff.prepare(config.n) for c in config.concurrency}
+                    rate = len(config.concurrency) * config.n / (time.monotonic() - t0)
+                    lines = [f"{ref} propose {rate:.1f}/s (untimed preparation)"]
                 await r.windows.start(r.signoff.quiet)
                 await r.windows.calibrate()
                 for c in config.concurrency:
-                    lines.append(line(ref, await r.signoff.measure(r.windows, prepared[c], c)))
+                    batch = r.signoff.cycle if cycle else r.signoff.measure
+                    lines.append(line(ref, await batch(r.windows, prepared[c], c)))
                 return lines
         finally:
             os.environ["PYTHONPATH"] = base
@@ -76,8 +85,9 @@ async def measure(ref: str, config: BenchConfig) -> list[str]:
 
 def main() -> None:
     config = replace(load(), peer_processes=1, profile=False, doc=None, json_out=None)
+    cycle = os.environ.get("BENCH_LEVERS_CYCLE", "") == "1"
     for ref in sys.argv[1:]:
-        for found in asyncio.run(measure(ref, config)):
+        for found in asyncio.run(measure(ref, config, cycle=cycle)):
             sys.stdout.write(found + "\n")
             sys.stdout.flush()
 
