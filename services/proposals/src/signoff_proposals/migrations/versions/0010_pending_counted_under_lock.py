@@ -11,9 +11,9 @@ insert, it held every other request back through the insert, its audit and outbo
 policy's freeze, the count and every turn of the service's event loop between them (97 ms of
 waiting per proposal on average, 16 at once in one organization; 2.7 ms with this function,
 lock and count together). This function takes the lock and counts in one round trip, as the
-transaction's last statement before its commit. The count
-is its own statement inside it, so under READ COMMITTED it sees every earlier holder's committed
-rows (a function's statements each take a new snapshot).
+transaction's last statement before its commit. The count is its own statement inside it, so
+under READ COMMITTED it sees every earlier holder's committed rows (each statement of a volatile
+function takes a new snapshot).
 """
 
 from collections.abc import Sequence
