@@ -7,11 +7,19 @@ measures signoff's side only, ``BENCH_N`` proposals at each of ``BENCH_CONCURREN
 the list of commits in rotating order to see the neighbours' noise. One line per batch.
 ``BENCH_LEVERS_CYCLE=1`` measures the full cycle instead (propose through the agent's
 machine-facing endpoint, approve, outcome: ``signoff-cycle``), its forms made beforehand.
+
+Each line also says how many of the database's backends waited on a lock, on average over the
+batch and its window's quiet end (``lock_waits``, every ``LOCK_SAMPLE_S`` from
+``pg_stat_activity``): a wait no CPU figure shows. A quota's lock taken too early kept 1.4
+backends waiting on average in a full cycle at C=16, 0.03 once taken last (session 23). The
+sampler's connection is to the server's own database, so its statements are not the batch's
+commits, nor its backend the batch's CPU.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -20,10 +28,16 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import asyncpg
+from signoff_runtime.db import asyncpg_dsn
+
+from signoff_bench.infra import Database
 from signoff_bench.results import Batch
 from signoff_bench.rig import rig
 from signoff_bench.settings import REPO, BenchConfig, load
 
+#: how often ``LockWaits`` counts the backends waiting on a lock (s)
+LOCK_SAMPLE_S = 0.05
 _SOURCES = ("services/*/src", "shared/*/src", "examples/*/src", "cli/src", "web/src")
 
 
@@ -36,7 +50,44 @@ def export(ref: str, into: Path) -> str:
     return os.pathsep.join(str(p) for pattern in _SOURCES for p in sorted(into.glob(pattern)))
 
 
-def line(ref: str, found: Batch) -> str:
+class LockWaits:
+    """The mean number of the database's backends waiting on a heavyweight lock (a row, an
+    advisory lock) while it runs, sampled from ``pg_stat_activity``."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._samples: list[int] = []
+        self._task: asyncio.Task[None] | None = None
+        self._conn: asyncpg.Connection | None = None
+
+    async def __aenter__(self) -> LockWaits:
+        self._conn = await asyncpg.connect(asyncpg_dsn(self._db.server_url))
+        self._task = asyncio.create_task(self._sample(self._conn))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None and self._conn is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self._conn.close()
+
+    async def _sample(self, conn: asyncpg.Connection) -> None:
+        while True:
+            waiting = await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 "
+                "AND wait_event_type = 'Lock'",
+                self._db.name,
+            )
+            self._samples.append(int(waiting))
+            await asyncio.sleep(LOCK_SAMPLE_S)
+
+    @property
+    def mean(self) -> float:
+        return sum(self._samples) / len(self._samples) if self._samples else 0.0
+
+
+def line(ref: str, found: Batch, lock_waits: float) -> str:
     cpu = found.cpu_ms_per_proposal
     python = sum(cpu.get(k, 0.0) for k in ("proposals", "executor", "agent"))
     return (
@@ -48,7 +99,8 @@ def line(ref: str, found: Batch) -> str:
         f"agent {cpu.get('agent', 0.0):.1f}) "
         # what a proposal costs whatever the host's speed: the database's commits, and the
         # deliveries out of quorum queues (the broker's node-wide counter)
-        f"commits={found.commits_per_proposal:.2f} delivered={_delivered(found)}"
+        f"commits={found.commits_per_proposal:.2f} delivered={_delivered(found)} "
+        f"lock_waits={lock_waits:.2f}"
     )
 
 
@@ -77,7 +129,9 @@ async def measure(ref: str, config: BenchConfig, *, cycle: bool = False) -> list
                 await r.windows.calibrate()
                 for c in config.concurrency:
                     batch = r.signoff.cycle if cycle else r.signoff.measure
-                    lines.append(line(ref, await batch(r.windows, prepared[c], c)))
+                    async with LockWaits(r.db) as waits:
+                        found = await batch(r.windows, prepared[c], c)
+                    lines.append(line(ref, found, waits.mean))
                 return lines
         finally:
             os.environ["PYTHONPATH"] = base
