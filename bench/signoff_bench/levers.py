@@ -125,10 +125,10 @@ async def measure(ref: str, config: BenchConfig, *, cycle: bool = False) -> list
                     prepared = {c: await r.signoff.prepare(config.n) for c in config.concurrency}
                     rate = len(config.concurrency) * config.n / (time.monotonic() - t0)
                     lines = [f"{ref} propose {rate:.1f}/s (untimed preparation)"]
+                batch = r.signoff.cycle if cycle else r.signoff.measure
                 await r.windows.start(r.signoff.quiet)
                 await r.windows.calibrate()
                 for c in config.concurrency:
-                    batch = r.signoff.cycle if cycle else r.signoff.measure
                     async with LockWaits(r.db) as waits:
                         found = await batch(r.windows, prepared[c], c)
                     lines.append(line(ref, found, waits.mean))
