@@ -16,7 +16,6 @@ from signoff_contracts.status import ProposalStatus
 from signoff_runtime.members import Authorization, Caller, Reader
 from signoff_runtime.openapi import event_stream, ok
 from signoff_runtime.problems import Problem, responses
-from sqlalchemy.engine import Row
 
 from signoff_proposals.api import waiting
 from signoff_proposals.api.bodies import ProposalPage, ProposalWithAudit
@@ -27,7 +26,7 @@ from signoff_proposals.lifecycle import domain
 from signoff_proposals.lifecycle import repository as repo
 
 
-async def visible(reader: Reader, proposal_id: str) -> Row[Any]:
+async def visible(reader: Reader, proposal_id: str) -> repo.Stored:
     """The proposal if the caller's organization holds it, else a 404."""
     row = await repo.get(reader.conn, proposal_id)
     if row is None or row.organization_id != reader.organization_id:

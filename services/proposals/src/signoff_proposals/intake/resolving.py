@@ -7,10 +7,11 @@ operation's own types before they are stored, so a contract that could not be re
 is never stored.
 
 ``resolve`` reads the domain on the caller's connection inside a savepoint made read-only
-(``SET LOCAL transaction_read_only``) and rolled back afterwards: whatever an operation's code
-tries, it cannot write from here — defence in depth beside the service's read-only database
-grants on the domain. Rolling the savepoint back also restores read-write for the writes of
-the same transaction (storing the proposal, superseding the old one).
+(``SET LOCAL transaction_read_only``) and rolled back afterwards (``unit_of_work.read_only``):
+whatever an operation's code tries, it cannot write from here — defence in depth beside the
+service's read-only database grants on the domain. Rolling the savepoint back also restores
+read-write for the writes of the same transaction (storing the proposal, superseding the old
+one).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from pydantic import BaseModel, ValidationError
 from signoff_contracts.operations import AnyOperation, Rejected, Resolved, Scope
 from signoff_contracts.reasons import Reason
 from signoff_contracts.v1.proposals import Refusal
+from signoff_runtime.unit_of_work import read_only
 from signoff_runtime.validation import field_errors
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 
@@ -54,14 +55,11 @@ async def resolve(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(arguments, preview)`` as JSON, from one ``resolve`` in a read-only savepoint;
     ``Refused(rejected)`` with the operation's own reason."""
-    savepoint = await conn.begin_nested()
     try:
-        await conn.execute(text("SET LOCAL transaction_read_only = on"))
-        resolved: Resolved[Any, Any] = await op.resolve(request, scope, conn)
+        async with read_only(conn):
+            resolved: Resolved[Any, Any] = await op.resolve(request, scope, conn)
     except Rejected as exc:
         raise Refused("rejected", exc.reason.code, **exc.reason.params) from None
-    finally:
-        await savepoint.rollback()
     arguments = resolved.arguments.model_dump(mode="json")
     preview = resolved.preview.model_dump(mode="json")
     # what is stored must parse back at approval and execution: check it before storing

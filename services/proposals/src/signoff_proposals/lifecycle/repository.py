@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any, Literal, TypeAlias, cast, overload
+from typing import Any, TypeAlias
 
 from asyncpg import Record
 from signoff_contracts import v1
@@ -30,7 +30,6 @@ from signoff_runtime.bulk import insert_rows
 from signoff_runtime.outbox import Change
 from signoff_runtime.unit_of_work import UnitOfWork
 from sqlalchemy import CTE, DateTime, Insert, Row, Table, func, literal, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_proposals.metrics import count_transition
@@ -73,32 +72,39 @@ class NewProposal:
     preview: dict[str, Any]
 
 
-async def insert_proposal(tx: UnitOfWork, msg: NewProposal, ttl: timedelta) -> Row[Any] | None:
+#: ``insert_proposal``'s statement: every proposal is stored by it, so it is a hot statement
+_INSERT = (
+    "INSERT INTO proposals.proposals AS p ("  # noqa: S608 - the table's own column names
+    "id, organization_id, requested_by, conversation_id, section, resource_id, operation_kind, "
+    "contract_version, request, arguments, preview, status, expires_at) VALUES ($1, $2, $3, $4, "
+    "$5, $6, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb, $12, now() + $13::interval) "
+    f"ON CONFLICT (id) DO NOTHING RETURNING {COLUMNS}"
+)
+
+
+async def insert_proposal(tx: UnitOfWork, msg: NewProposal, ttl: timedelta) -> Stored | None:
     """Store ``msg`` as pending; ``None`` if a proposal with its id exists (a duplicate)."""
-    stmt = (
-        pg_insert(proposals)
-        .values(
-            id=msg.proposal_id,
-            organization_id=msg.organization_id,
-            requested_by=msg.requested_by,
-            conversation_id=msg.conversation_id,
-            section=msg.section,
-            resource_id=msg.resource_id,
-            operation_kind=msg.operation_kind,
-            contract_version=msg.contract_version,
-            request=msg.request,
-            arguments=msg.arguments,
-            preview=msg.preview,
-            status=ProposalStatus.PENDING.value,
-            expires_at=func.now() + ttl,
-        )
-        .on_conflict_do_nothing(index_elements=["id"])
-        .returning(*proposals.c)
+    record = await hot.fetchrow(
+        tx.conn,
+        _INSERT,
+        msg.proposal_id,
+        msg.organization_id,
+        msg.requested_by,
+        msg.conversation_id,
+        msg.section,
+        msg.resource_id,
+        msg.operation_kind,
+        msg.contract_version,
+        hot.json_param(msg.request),
+        hot.json_param(msg.arguments),
+        hot.json_param(msg.preview),
+        ProposalStatus.PENDING.value,
+        ttl,
     )
-    row = (await tx.conn.execute(stmt)).first()
-    if row is not None:
-        count_transition(tx, msg.operation_kind, ProposalStatus.PENDING)
-    return row
+    if record is None:
+        return None
+    count_transition(tx, msg.operation_kind, ProposalStatus.PENDING)
+    return hot.Fields(record)
 
 
 def lapsed(table: Table, *, batch: int, row_id: str | None = None) -> CTE:
@@ -117,30 +123,21 @@ def lapsed(table: Table, *, batch: int, row_id: str | None = None) -> CTE:
     return due.cte("due")
 
 
-@overload
-async def get(
-    conn: AsyncConnection, proposal_id: str, *, lock: Literal[False] = False
-) -> Row[Any] | None: ...
-@overload
-async def get(conn: AsyncConnection, proposal_id: str, *, lock: bool) -> Stored | None: ...
 async def get(conn: AsyncConnection, proposal_id: str, *, lock: bool = False) -> Stored | None:
     """The proposal, with ``lapsed``: is it past ``expires_at`` by the database clock now?
-    With ``lock``, locked until the transaction ends (an approval's quorum step): fixed SQL run
-    by asyncpg (``signoff_runtime.hot``), as every approval reads it so."""
-    if lock:
-        record = await hot.fetchrow(conn, _LOCKED, proposal_id)
-        return None if record is None else hot.Fields(record)
-    stmt = select(*proposals.c, (proposals.c.expires_at <= DB_CLOCK).label("lapsed")).where(
-        proposals.c.id == proposal_id
-    )
-    return cast("Row[Any] | None", (await conn.execute(stmt)).first())
+    With ``lock``, locked until the transaction ends (an approval's quorum step). Fixed SQL run
+    by asyncpg (``signoff_runtime.hot``): every proposal is read so when it is stored, and every
+    approval when it is decided."""
+    record = await hot.fetchrow(conn, _LOCKED if lock else _GET, proposal_id)
+    return None if record is None else hot.Fields(record)
 
 
-#: ``get`` with its lock, written short: ``pg_stat_activity`` shows a waiting query's first 1 kB
-_LOCKED = (
+#: ``get``, written short: ``pg_stat_activity`` shows a waiting query's first 1 kB
+_GET = (
     "SELECT p.*, p.expires_at <= statement_timestamp() AS lapsed "
-    "FROM proposals.proposals p WHERE p.id = $1 FOR UPDATE"
+    "FROM proposals.proposals p WHERE p.id = $1"
 )
+_LOCKED = f"{_GET} FOR UPDATE"
 
 
 async def lock(conn: AsyncConnection, proposal_id: str) -> Row[Any] | None:

@@ -171,7 +171,7 @@ async def create(
     *,
     detail: dict[str, Any],
     causation_id: str,
-) -> Row[Any] | None:
+) -> repo.Stored | None:
     """Store ``new`` as ``pending``, audited ``created`` (with the proposing turn's trace) and
     announced; ``None`` if a proposal with its id exists."""
     row = await repo.insert_proposal(tx, new, ttl)

@@ -98,7 +98,7 @@ async def history(conn: AsyncConnection, proposal_id: str) -> list[dict[str, Any
     return [_check_json(row, row.message_id in escalated) for row in rows]
 
 
-def page(proposal: Row[Any], found: list[dict[str, Any]]) -> dict[str, Any]:
+def page(proposal: repo.Stored, found: list[dict[str, Any]]) -> dict[str, Any]:
     """The status page of one proposal: where its uncertain attempt stands, and every check."""
     shown = repo.view(proposal)
     last = found[-1] if found else None

@@ -15,15 +15,15 @@ import structlog
 from pydantic import ValidationError
 from signoff_contracts.operations import AnyOperation, FactValue
 from signoff_runtime.unit_of_work import UnitOfWork
-from sqlalchemy import Row
 
+from signoff_proposals.lifecycle.repository import Stored
 from signoff_proposals.policies import domain
 from signoff_proposals.policies import repository as policies
 
 log = structlog.get_logger(__name__)
 
 
-async def freeze(tx: UnitOfWork, op: AnyOperation, row: Row[Any]) -> Row[Any]:
+async def freeze(tx: UnitOfWork, op: AnyOperation, row: Stored) -> Stored:
     found = await policies.in_force(tx.conn, row.organization_id, row.operation_kind)
     if found is None or not found.policy.rules:
         need = domain.requirement(None, found.version if found else None, {})

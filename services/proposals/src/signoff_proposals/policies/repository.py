@@ -35,7 +35,7 @@ class Version:
     set_at: datetime
 
 
-def _version(row: Row[Any]) -> Version:
+def _version(row: Row[Any] | hot.Fields) -> Version:
     return Version(
         organization_id=row.organization_id,
         operation_kind=row.operation_kind,
@@ -46,18 +46,18 @@ def _version(row: Row[Any]) -> Version:
     )
 
 
+#: ``in_force``: read for every proposal stored (its policy is frozen into it), so a hot statement
+_IN_FORCE = (
+    "SELECT organization_id, operation_kind, version, rules, set_by, set_at "
+    "FROM proposals.approval_policies WHERE organization_id = $1 AND operation_kind = $2 "
+    "ORDER BY version DESC LIMIT 1"
+)
+
+
 async def in_force(conn: AsyncConnection, organization_id: str, kind: str) -> Version | None:
-    stmt = (
-        select(approval_policies)
-        .where(
-            approval_policies.c.organization_id == organization_id,
-            approval_policies.c.operation_kind == kind,
-        )
-        .order_by(approval_policies.c.version.desc())
-        .limit(1)
-    )
-    row = (await conn.execute(stmt)).first()
-    return None if row is None else _version(row)
+    """The organization's newest policy for ``kind``, if it ever set one."""
+    record = await hot.fetchrow(conn, _IN_FORCE, organization_id, kind)
+    return None if record is None else _version(hot.Fields(record))
 
 
 async def all_in_force(conn: AsyncConnection, organization_id: str) -> list[Version]:
