@@ -32,9 +32,9 @@ from signoff_proposals.settings import ProposalsSettings
 from signoff_runtime.settings import broker_user
 from signoff_runtime.testing import never, wait_until
 from signoff_runtime.testing.processes import free_port
+from signoff_runtime.testing.statements import statements
 from signoff_runtime.topology import ROUTING_KEYS, Topology
 from sqlalchemy import delete, insert, text
-from sqlalchemy.event import listen
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 pytestmark = pytest.mark.integration
@@ -390,21 +390,14 @@ async def test_events_handled_together_write_what_each_would_alone_after_one_que
         bodies[org] = (event["message_id"], json.dumps(event).encode())
     own = create_async_engine(engine.url)  # the statements counted are this call's alone
     ctx = context(settings, own, topology)
-    asked: list[str] = []
-    muted: list[str] = []
-
-    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if "webhook_subscriptions" in statement:
-            asked.append(statement)
-        if "notification_preferences" in statement:
-            muted.append(statement)
-
     batch = [bodies[busy][1], bodies[single][1], bodies[quiet][1], bodies[busy][1]]
-    listen(own.sync_engine, "before_cursor_execute", seen)
     try:
-        await enqueue.on_events(ctx, [SimpleNamespace(body=b) for b in batch])  # type: ignore[misc]
+        with statements(own) as (core, hot):
+            await enqueue.on_events(ctx, [SimpleNamespace(body=b) for b in batch])  # type: ignore[misc]
     finally:
         await own.dispose()
+    asked = [sql for sql in core + hot if "webhook_subscriptions" in sql]
+    muted = [sql for sql in core + hot if "notification_preferences" in sql]
 
     assert len(asked) == 1, asked
     assert settings.notify.email_enabled and len(muted) == 3, muted  # three organizations

@@ -29,10 +29,11 @@ from faststream.rabbit.message import RabbitMessage as Message
 from signoff_contracts.operations import Actor, Scope
 from signoff_contracts.roster import Contact, Roster
 from signoff_contracts.v1 import ProposalEvent, ProposalView, ReconciliationChecked
+from signoff_runtime import hot
 from signoff_runtime.inbox import first_delivery
 from signoff_runtime.registry import UnknownOperation
-from sqlalchemy import Text, any_, bindparam, func, select
-from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff_proposals.context import Context
@@ -98,15 +99,17 @@ async def on_reconciliation_checked(ctx: Context, msg: Message) -> None:
 Subscribed = dict[str, list[tuple[str, list[str]]]]
 
 
+#: ``_subscribers``: asked for each batch of events the notifier hears, so a hot statement
+_SUBSCRIBERS = (
+    f"SELECT organization_id, id, events FROM {subscriptions.fullname} "  # noqa: S608
+    "WHERE organization_id = ANY($1::text[]) ORDER BY organization_id, id"
+)
+
+
 async def _subscribers(conn: AsyncConnection, organizations: Iterable[str]) -> Subscribed:
     """The webhooks of ``organizations``, in one query (one statement text whatever their
     number: an array, not an IN list, so one prepared statement serves every batch)."""
-    wanted = bindparam("organizations", sorted(set(organizations)), type_=ARRAY(Text))
-    found = await conn.execute(
-        select(subscriptions.c.organization_id, subscriptions.c.id, subscriptions.c.events)
-        .where(subscriptions.c.organization_id == any_(wanted))
-        .order_by(subscriptions.c.organization_id, subscriptions.c.id)
-    )
+    found = await hot.fetch(conn, _SUBSCRIBERS, sorted(set(organizations)))
     subscribed: Subscribed = defaultdict(list)
     for org, sub_id, events in found:
         subscribed[org].append((sub_id, events))
