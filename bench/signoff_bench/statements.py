@@ -5,8 +5,9 @@ database, then on one connection, inside one transaction, runs each of these ``B
 (default 3000, after 200 unmeasured), ``BENCH_REPEATS`` rounds (default 3), the ways alternating
 within each round:
 
-- ``get``: a proposal read by id (``repository.get``'s statement, no row found), as SQLAlchemy
-  Core builds it, and as fixed SQL on the asyncpg connection (``signoff_runtime.hot``);
+- ``get``: a proposal read by id (a copy of ``repository.get``'s statement: the bench imports no
+  service's code; no row found), as SQLAlchemy Core builds it, and as fixed SQL on the asyncpg
+  connection (``signoff_runtime.hot``);
 - ``savepoint``: SAVEPOINT then RELEASE, as SQLAlchemy's nested transaction sends them, and as
   ``UnitOfWork.savepoint`` does now;
 - ``read-only``: the intake's guard around an operation's ``resolve`` — before, SQLAlchemy's
@@ -30,7 +31,7 @@ from contextlib import ExitStack
 
 from signoff_runtime import hot
 from signoff_runtime.testing import servers
-from signoff_runtime.unit_of_work import read_only
+from signoff_runtime.unit_of_work import UnitOfWork, read_only
 from sqlalchemy import DateTime, MetaData, Table, func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
@@ -65,9 +66,8 @@ async def _core_savepoint(conn: AsyncConnection, _: int) -> object:
 
 
 async def _hot_savepoint(conn: AsyncConnection, _: int) -> object:
-    await hot.execute(conn, "SAVEPOINT signoff_each")
-    await hot.execute(conn, "RELEASE SAVEPOINT signoff_each")
-    return None
+    async with UnitOfWork(conn).savepoint():
+        return None
 
 
 async def _core_read_only(conn: AsyncConnection, _: int) -> object:

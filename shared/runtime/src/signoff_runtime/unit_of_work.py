@@ -95,7 +95,7 @@ class UnitOfWork:
         except BaseException:
             del self._after[mark:]
             try:
-                await hot.execute(self.conn, _UNDO.format("signoff_each"))
+                await hot.execute(self.conn, _UNDO_EACH)
             except Exception as exc:
                 raise TransactionLost(repr(exc)) from exc
             raise
@@ -110,19 +110,20 @@ class UnitOfWork:
 
 #: a savepoint's undoing: back to it, then gone (a name reused later makes a new one)
 _UNDO = "ROLLBACK TO SAVEPOINT {0}; RELEASE SAVEPOINT {0}"
+_UNDO_EACH = _UNDO.format("signoff_each")
+_UNDO_READ_ONLY = _UNDO.format("signoff_read_only")
 
 
 @contextlib.asynccontextmanager
 async def read_only(conn: AsyncConnection) -> AsyncIterator[None]:
     """The block in a savepoint where the transaction may not write (a write fails with
-    ``read_only_sql_transaction``), rolled back when the block ends however it ends: what the
-    block wrote by other means (a temporary table, a sequence) is undone too. One round trip
-    each way."""
+    ``read_only_sql_transaction``), rolled back when the block ends however it ends, so the
+    transaction may write again after it. One round trip each way."""
     await hot.execute(conn, "SAVEPOINT signoff_read_only; SET LOCAL transaction_read_only = on")
     try:
         yield
     finally:
-        await hot.execute(conn, _UNDO.format("signoff_read_only"))
+        await hot.execute(conn, _UNDO_READ_ONLY)
 
 
 @contextlib.asynccontextmanager
