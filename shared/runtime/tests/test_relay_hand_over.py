@@ -172,3 +172,95 @@ async def test_a_hand_over_has_written_its_publishes_before_the_writer_carries_o
         # nothing awaited since the unit of work ended
         assert (underlay.delivery_tag, underlay.write_queue.qsize()) == (published + 1, 0)
         await wait_until(lambda: _sent_at(engine, out.message.message_id), what="the row sent")
+
+
+def _takes(queries: list[str]) -> list[str]:
+    """The relay's takes among the statements its own connection ran (``relay_rows.take``)."""
+    return [q for q in queries if "FOR UPDATE SKIP LOCKED" in q]
+
+
+async def test_a_round_of_hand_overs_only_reads_nothing_from_the_table(
+    engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
+) -> None:
+    """The rows a writer handed over are in hand: their round publishes and marks them, and
+    takes nothing (the take found nothing but cost a statement on every round)."""
+    relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=60)
+    async with _running(relay):
+        first = _outgoing(topology)  # after the relay's first take (its start): a round done
+        async with unit_of_work(engine) as uow:
+            await enqueue(uow.conn, table, [first])
+        await wait_until(lambda: _sent_at(engine, first.message.message_id), what="a first row")
+        assert relay._rows is not None
+        ran: list[str] = []
+        relay._rows.conn.add_query_logger(lambda record: ran.append(record.query))
+        handed = [_outgoing(topology) for _ in range(3)]
+        for out in handed:
+            async with unit_of_work(engine) as uow:
+                await enqueue(uow.conn, table, [out])
+        for out in handed:
+            await wait_until(lambda o=out: _sent_at(engine, o.message.message_id), what="sent")
+    assert ran and all("SET sent_at" in q for q in ran), ran  # marked, and nothing else
+    assert not _takes(ran)
+    expected = [first.message.message_id] + [out.message.message_id for out in handed]
+    assert await queued_ids(amqp_url, topology) == expected
+
+
+async def test_a_notify_still_makes_the_relay_take(
+    engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
+) -> None:
+    """A row written where no hand-over reaches this relay wakes it by ``NOTIFY``: that wake
+    takes from the table, even right after rounds of hand-overs only."""
+    relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=60)
+    async with _running(relay):
+        handed = _outgoing(topology)
+        async with unit_of_work(engine) as uow:
+            await enqueue(uow.conn, table, [handed])
+        await wait_until(lambda: _sent_at(engine, handed.message.message_id), what="handed")
+        assert relay._rows is not None
+        ran: list[str] = []
+        relay._rows.conn.add_query_logger(lambda record: ran.append(record.query))
+        elsewhere = _outgoing(topology)
+        async with engine.begin() as conn:  # outside a unit of work: a NOTIFY, no hand-over
+            await enqueue(conn, table, [elsewhere])
+        await wait_until(lambda: _sent_at(engine, elsewhere.message.message_id), what="sent")
+    assert len(_takes(ran)) >= 1, ran
+    assert await queued_ids(amqp_url, topology) == [
+        handed.message.message_id,
+        elsewhere.message.message_id,
+    ]
+
+
+async def test_the_poll_finds_a_row_that_came_due_while_hand_overs_kept_the_relay_awake(
+    engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
+) -> None:
+    """A row that comes due with no word — a back-off over, a lease run out, a writer that died
+    between its commit and its hand-over — waits for the poll. A relay woken by hand-overs all
+    the time never times out waiting, so the poll keeps a clock of its own: the row is
+    published while the hand-overs go on."""
+    relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=0.3)
+    async with _running(relay):
+        late = _outgoing(topology)
+        async with engine.begin() as conn:  # its NOTIFY's take finds it not due yet
+            await enqueue(conn, table, [late])
+            await conn.execute(
+                text(
+                    f"UPDATE {SCHEMA}.outbox SET available_at = now() + interval '1 second' "
+                    "WHERE message_id = :m"
+                ),
+                {"m": late.message.message_id},
+            )
+        handed: list[str] = []
+
+        async def sent_while_handing_over() -> bool:
+            out = _outgoing(topology)
+            async with unit_of_work(engine) as uow:
+                await enqueue(uow.conn, table, [out])
+            handed.append(out.message.message_id)
+            return bool(await _sent_at(engine, late.message.message_id))
+
+        await wait_until(sent_while_handing_over, what="the row that came due")
+        for message_id in handed:
+            await wait_until(lambda m=message_id: _sent_at(engine, m), what="the handed rows sent")
+    queued = await queued_ids(amqp_url, topology)
+    assert sorted(queued) == sorted([late.message.message_id, *handed])
+    assert len(handed) > 5  # hand-overs went on throughout: the relay never waited a full poll
