@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import asyncpg
@@ -198,7 +199,7 @@ async def test_a_round_of_hand_overs_only_reads_nothing_from_the_table(
             async with unit_of_work(engine) as uow:
                 await enqueue(uow.conn, table, [out])
         for out in handed:
-            await wait_until(lambda o=out: _sent_at(engine, o.message.message_id), what="sent")
+            await wait_until(partial(_sent_at, engine, out.message.message_id), what="sent")
     assert ran and all("SET sent_at" in q for q in ran), ran  # marked, and nothing else
     assert not _takes(ran)
     expected = [first.message.message_id] + [out.message.message_id for out in handed]
@@ -260,7 +261,7 @@ async def test_the_poll_finds_a_row_that_came_due_while_hand_overs_kept_the_rela
 
         await wait_until(sent_while_handing_over, what="the row that came due")
         for message_id in handed:
-            await wait_until(lambda m=message_id: _sent_at(engine, m), what="the handed rows sent")
+            await wait_until(partial(_sent_at, engine, message_id), what="the handed rows sent")
     queued = await queued_ids(amqp_url, topology)
     assert sorted(queued) == sorted([late.message.message_id, *handed])
     assert len(handed) > 5  # hand-overs went on throughout: the relay never waited a full poll
