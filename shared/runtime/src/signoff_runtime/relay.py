@@ -23,9 +23,11 @@ A writer of the relay's own process hands it the rows it has committed (``offer`
 of its own carried the row already: a busy relay's take may find a committed row before the
 writer's task resumes to hand it over (that published rows twice with no fault at all). Rows
 written elsewhere wake it by ``NOTIFY`` (sent by the writing statement, so it fires at commit;
-heard on a connection that does nothing else), and it polls slowly as a safety net. A wake
-that brought only hand-overs reads nothing from the table (``_take_due``): the take after it
-found nothing most of the time, one statement per round for no row. Several
+heard on a connection that does nothing else), and it polls slowly as a safety net. Every wake
+ends with a take, the hand-overs' too, though it mostly finds nothing: skipping it cost about a
+fifth of the throughput at C=16, and the commits elsewhere rose by most of those it saved — the
+take's round trip seems to be what gathers the next hand-overs into one round, which the
+consumers downstream then handle as one batch (docs/benchmarks.md, "Session 25"). Several
 relays may run: a round takes its rows under a lease (``relay_rows``: one statement, no
 transaction held open while the broker confirms), so a row the relay was woken for is published
 after one round trip to the database. Rounds overlap: the next round takes and publishes new rows
@@ -211,10 +213,6 @@ class OutboxRelay:
         self._wake = asyncio.Event()
         #: when the first NOTIFY since the last round began arrived (ns since the epoch)
         self._notified_ns: int | None = None
-        #: whether the table may hold due rows no hand-over brings (``_take_due``): a NOTIFY came,
-        #: a round handed rows back, a hand-over overflowed; and when the next poll is due anyway
-        self._may_hold_rows = True
-        self._next_take = 0.0
         self._connection: aio_pika.abc.AbstractConnection | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
         #: exchanges the broker was seen to have (``_check_exchange``), and one check at a time
@@ -277,8 +275,6 @@ class OutboxRelay:
             began = time.time_ns()
             start, self._offered_ns = self._offered_ns or began, None
             self._start(rows, self._span(rows, start, began, handed=True))
-        if not self._take_due():
-            return
         while True:
             await self._rounds.acquire()
             try:
@@ -301,8 +297,6 @@ class OutboxRelay:
         room = 10 * self._batch - len(self._offered)
         fresh = [row for row in rows if row["id"] not in self._recent]
         self._offered.extend(Row(row) for row in fresh[: max(0, room)])
-        if len(fresh) > room:
-            self._may_hold_rows = True  # what did not fit is taken from the table
         if self._offered_ns is None:
             self._offered_ns = time.time_ns()
         self._wake.set()
@@ -401,7 +395,6 @@ class OutboxRelay:
         if self._listener is None or self._listener.is_closed():
             self._listener = await asyncpg.connect(dsn)
             await self._listener.add_listener(notify_channel(self._table), self._notified)
-            self._may_hold_rows = True  # a NOTIFY sent while it was not listening went unheard
         if self._rows is None or self._rows.closed:
             self._rows = await RelayRows.open(dsn, schema, self._lease_s, f"relay-{schema}")
 
@@ -415,24 +408,7 @@ class OutboxRelay:
     def _notified(self, *_: Any) -> None:
         if self._notified_ns is None:
             self._notified_ns = time.time_ns()
-        self._may_hold_rows = True
         self._wake.set()
-
-    def _take_due(self) -> bool:
-        """Whether this wake takes rows from the table, or only published what was handed over.
-        A hand-over's rows are in hand already: a take after it (one statement, most often
-        finding nothing) is needed only when the table may hold due rows that no writer of this
-        process handed over — a ``NOTIFY`` from another process, a round that handed its rows
-        back, rows a full hand-over could not keep, the relay's start or a reconnect — or when
-        the poll is due, for rows that came due with no word (a back-off over, a lease run out,
-        a writer that died between its commit and its hand-over). The poll keeps its own clock:
-        a relay woken by hand-overs all the time never waits long enough to time out."""
-        now = time.monotonic()
-        if not self._may_hold_rows and now < self._next_take:
-            return False
-        self._may_hold_rows = False  # cleared before the take: a NOTIFY during it counts again
-        self._next_take = now + self._poll_s
-        return True
 
     async def measure(self) -> None:
         """Refresh the lag gauges (one query on the unsent rows' partial index)."""
@@ -508,10 +484,8 @@ class OutboxRelay:
                 # the channel closed under them: the next round (at once) publishes them again
                 assert conn is not None
                 await conn.release(cut_short)
-                self._may_hold_rows = True
                 self._wake.set()
         except BaseException as exc:
-            self._may_hold_rows = True  # its rows are handed back (or their lease runs out)
             if conn is not None:
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(self._timeout):  # a broken connection may hang
