@@ -24,10 +24,9 @@ of its own carried the row already: a busy relay's take may find a committed row
 writer's task resumes to hand it over (that published rows twice with no fault at all). Rows
 written elsewhere wake it by ``NOTIFY`` (sent by the writing statement, so it fires at commit;
 heard on a connection that does nothing else), and it polls slowly as a safety net. Every wake
-ends with a take, the hand-overs' too, though it mostly finds nothing: skipping it cost about a
-fifth of the throughput at C=16, and the commits elsewhere rose by most of those it saved — the
-take's round trip seems to be what gathers the next hand-overs into one round, which the
-consumers downstream then handle as one batch (docs/benchmarks.md, "Session 25"). Several
+ends with a take, the hand-overs' too, though it mostly finds nothing: skipping it made signoff
+slower at C=16 in five pairs of five side by side, and cost more CPU per proposal, not less
+(docs/benchmarks.md, "Session 25"). Several
 relays may run: a round takes its rows under a lease (``relay_rows``: one statement, no
 transaction held open while the broker confirms), so a row the relay was woken for is published
 after one round trip to the database. Rounds overlap: the next round takes and publishes new rows
