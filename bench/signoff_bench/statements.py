@@ -109,9 +109,7 @@ async def main() -> None:
         try:
             async with engine.connect() as conn:
                 await conn.run_sync(
-                    lambda sync: Table(
-                        "proposals", proposals.metadata, autoload_with=sync, extend_existing=True
-                    )
+                    proposals.metadata.reflect, only=["proposals"], extend_existing=True
                 )
             for _ in range(repeats):
                 for statement, ways in WAYS.items():

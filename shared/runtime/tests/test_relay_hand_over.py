@@ -107,8 +107,16 @@ async def test_a_writer_in_a_unit_of_work_hands_its_rows_to_its_own_relay(
 async def test_a_writer_outside_a_unit_of_work_wakes_the_relay_by_notify(
     engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
 ) -> None:
+    """Right after a round of hand-overs too: the ``NOTIFY``'s wake takes from the table."""
     relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=60)
     async with _listening(engine, table) as heard, _running(relay):
+        handed = _outgoing(topology)
+        async with unit_of_work(engine) as uow:
+            await enqueue(uow.conn, table, [handed])
+        await wait_until(partial(_sent_at, engine, handed.message.message_id), what="handed")
+        assert relay._rows is not None
+        ran: list[str] = []
+        relay._rows.conn.add_query_logger(lambda record: ran.append(record.query))
         out = _outgoing(topology)
         async with engine.begin() as conn:
             await enqueue(conn, table, [out])
@@ -117,7 +125,13 @@ async def test_a_writer_outside_a_unit_of_work_wakes_the_relay_by_notify(
         await _notify_sentinel(engine, table)
         await wait_until(lambda: _heard(heard), what="our own NOTIFY")
     assert heard == ["", SENTINEL]
-    assert await queued_ids(amqp_url, topology) == [message_id]
+    assert len(_takes(ran)) >= 1, ran
+    assert await queued_ids(amqp_url, topology) == [handed.message.message_id, message_id]
+
+
+def _takes(queries: list[str]) -> list[str]:
+    """The relay's takes among the statements its own connection ran (``relay_rows.take``)."""
+    return [q for q in queries if "FOR UPDATE SKIP LOCKED" in q]
 
 
 async def _heard(heard: list[str]) -> bool:
@@ -173,36 +187,6 @@ async def test_a_hand_over_has_written_its_publishes_before_the_writer_carries_o
         # nothing awaited since the unit of work ended
         assert (underlay.delivery_tag, underlay.write_queue.qsize()) == (published + 1, 0)
         await wait_until(lambda: _sent_at(engine, out.message.message_id), what="the row sent")
-
-
-def _takes(queries: list[str]) -> list[str]:
-    """The relay's takes among the statements its own connection ran (``relay_rows.take``)."""
-    return [q for q in queries if "FOR UPDATE SKIP LOCKED" in q]
-
-
-async def test_a_notify_still_makes_the_relay_take(
-    engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
-) -> None:
-    """A row written where no hand-over reaches this relay wakes it by ``NOTIFY``: that wake
-    takes from the table, right after rounds of hand-overs too."""
-    relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=60)
-    async with _running(relay):
-        handed = _outgoing(topology)
-        async with unit_of_work(engine) as uow:
-            await enqueue(uow.conn, table, [handed])
-        await wait_until(lambda: _sent_at(engine, handed.message.message_id), what="handed")
-        assert relay._rows is not None
-        ran: list[str] = []
-        relay._rows.conn.add_query_logger(lambda record: ran.append(record.query))
-        elsewhere = _outgoing(topology)
-        async with engine.begin() as conn:  # outside a unit of work: a NOTIFY, no hand-over
-            await enqueue(conn, table, [elsewhere])
-        await wait_until(lambda: _sent_at(engine, elsewhere.message.message_id), what="sent")
-    assert len(_takes(ran)) >= 1, ran
-    assert await queued_ids(amqp_url, topology) == [
-        handed.message.message_id,
-        elsewhere.message.message_id,
-    ]
 
 
 async def test_the_poll_finds_a_row_that_came_due_while_hand_overs_kept_the_relay_awake(
