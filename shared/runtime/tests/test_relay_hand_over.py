@@ -224,3 +224,30 @@ async def test_the_poll_finds_a_row_that_came_due_while_hand_overs_kept_the_rela
     queued = await queued_ids(amqp_url, topology)
     assert sorted(queued) == sorted([late.message.message_id, *handed])
     assert len(handed) > 5  # hand-overs went on throughout: the relay never waited a full poll
+
+
+async def test_a_lost_listener_is_opened_again_and_the_statements_connection_is_kept(
+    engine: AsyncEngine, table: Table, amqp_url: str, topology: Topology
+) -> None:
+    """Each wake asks whether the relay's two connections are open and opens only the one that
+    is not: a listener whose backend was ended comes back on the next wake (the poll's here),
+    and the connection that runs the relay's statements, still open, is not replaced."""
+    relay = OutboxRelay(engine, table, amqp_url, topology, poll_s=0.3)
+    async with _running(relay):
+        lost, kept = relay._listener, relay._rows
+        assert lost is not None and kept is not None
+        async with engine.begin() as conn:
+            await conn.execute(
+                text("SELECT pg_terminate_backend(:pid)"), {"pid": lost.get_server_pid()}
+            )
+
+        async def listening_again() -> bool:
+            now = relay._listener
+            return now is not None and now is not lost and not now.is_closed()
+
+        await wait_until(listening_again, what="a new listener")
+        assert relay._rows is kept and not kept.closed
+        out = _outgoing(topology)
+        async with engine.begin() as conn:  # outside a unit of work: heard by the new listener
+            await enqueue(conn, table, [out])
+        await wait_until(partial(_sent_at, engine, out.message.message_id), what="the row sent")

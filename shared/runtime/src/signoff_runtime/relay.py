@@ -388,10 +388,14 @@ class OutboxRelay:
 
     async def _connect(self) -> None:
         """The relay's two connections of its own (again, after one was lost): one only listens,
-        so a ``NOTIFY`` is heard at once; the other runs the relay's statements."""
+        so a ``NOTIFY`` is heard at once; the other runs the relay's statements. Every wake asks,
+        so the usual answer (both open) costs two attribute reads, not a parse of the URL."""
+        listening = self._listener is not None and not self._listener.is_closed()
+        if listening and self._rows is not None and not self._rows.closed:
+            return
         dsn = asyncpg_dsn(str(self._engine.url.render_as_string(False)))
         schema = str(self._table.schema)
-        if self._listener is None or self._listener.is_closed():
+        if not listening:
             self._listener = await asyncpg.connect(dsn)
             await self._listener.add_listener(notify_channel(self._table), self._notified)
         if self._rows is None or self._rows.closed:
