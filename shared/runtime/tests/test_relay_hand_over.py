@@ -248,6 +248,6 @@ async def test_a_lost_listener_is_opened_again_and_the_statements_connection_is_
         await wait_until(listening_again, what="a new listener")
         assert relay._rows is kept and not kept.closed
         out = _outgoing(topology)
-        async with engine.begin() as conn:  # outside a unit of work: heard by the new listener
+        async with engine.begin() as conn:  # outside a unit of work: its NOTIFY, or the poll
             await enqueue(conn, table, [out])
         await wait_until(partial(_sent_at, engine, out.message.message_id), what="the row sent")

@@ -389,7 +389,7 @@ class OutboxRelay:
     async def _connect(self) -> None:
         """The relay's two connections of its own (again, after one was lost): one only listens,
         so a ``NOTIFY`` is heard at once; the other runs the relay's statements. Every wake asks,
-        so the usual answer (both open) costs two attribute reads, not a parse of the URL."""
+        so the usual answer (both open) costs two checks, not a parse of the URL."""
         listening = self._listener is not None and not self._listener.is_closed()
         if listening and self._rows is not None and not self._rows.closed:
             return
