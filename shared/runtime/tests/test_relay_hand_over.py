@@ -4,8 +4,9 @@ the ``NOTIFY``.
 A writer inside a unit of work, in a process whose relay publishes the same outbox, sends no
 ``NOTIFY``: it hands its rows to that relay after the commit, which publishes each once and
 marks it sent. A writer outside a unit of work (or with no relay of its own) still sends the
-``NOTIFY``. The relays here poll once a minute, so nothing but the hand-over or the ``NOTIFY``
-can publish a row within the test's deadline.
+``NOTIFY``. Most relays here poll once a minute, so nothing but the hand-over or the ``NOTIFY``
+can publish a row within the test's deadline; the two tests that need the poll itself (a row
+come due with no word, a listener lost) poll every 0.3 s.
 """
 
 from __future__ import annotations

@@ -391,14 +391,15 @@ class OutboxRelay:
         so a ``NOTIFY`` is heard at once; the other runs the relay's statements. Every wake asks,
         so the usual answer (both open) costs two checks, not a parse of the URL."""
         listening = self._listener is not None and not self._listener.is_closed()
-        if listening and self._rows is not None and not self._rows.closed:
+        running = self._rows is not None and not self._rows.closed
+        if listening and running:
             return
         dsn = asyncpg_dsn(str(self._engine.url.render_as_string(False)))
         schema = str(self._table.schema)
         if not listening:
             self._listener = await asyncpg.connect(dsn)
             await self._listener.add_listener(notify_channel(self._table), self._notified)
-        if self._rows is None or self._rows.closed:
+        if not running:
             self._rows = await RelayRows.open(dsn, schema, self._lease_s, f"relay-{schema}")
 
     async def _disconnect(self) -> None:
